@@ -1,0 +1,75 @@
+"""Command line: ``python -m autograder {generate,grade} ...``."""
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+import time
+from pathlib import Path
+
+from autograder.course import CourseError, assignments
+
+log = logging.getLogger("autograder")
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m autograder", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    generate = commands.add_parser(
+        "generate", help="regenerate exercises/ from solutions/ with nbgrader generate_assignment")
+    generate.add_argument("assignments", nargs="*", metavar="ASSIGNMENT",
+                          help="chapter folder names such as 04-attention (default: every assignment)")
+
+    grade = commands.add_parser("grade", help="grade every DIR/STUDENT_ID/ASSIGNMENT/*.ipynb with nbgrader")
+    grade.add_argument("assignment", metavar="ASSIGNMENT", help="chapter folder name, such as 04-attention")
+    grade.add_argument("--submissions", required=True, type=Path, metavar="DIR",
+                       help="folder with one sub-folder per student: DIR/STUDENT_ID/ASSIGNMENT/*.ipynb")
+    grade.add_argument("--out", required=True, type=Path, metavar="DIR",
+                       help="where the gradebook, grades.csv, parts.csv, feedback/ and grading.log go")
+    grade.add_argument("--timeout", type=int, default=60, metavar="SECONDS",
+                       help="time limit for one notebook cell (default 60)")
+    grade.add_argument("--replace", action="store_true",
+                       help="replace the graded class already in --out (its manual grades are lost)")
+    grade.add_argument("-v", "--verbose", action="store_true", help="print nbgrader's own log too")
+    return parser
+
+
+def _log_to(stream_level: int, file: Path | None = None) -> None:
+    root = logging.getLogger("autograder")
+    root.setLevel(logging.DEBUG)
+    root.handlers.clear()
+    console = logging.StreamHandler(sys.stderr)
+    console.setLevel(stream_level)
+    console.setFormatter(logging.Formatter("%(levelname)-7s %(message)s"))
+    root.addHandler(console)
+    if file is not None:
+        handler = logging.FileHandler(file, mode="a", encoding="utf-8")
+        handler.setLevel(logging.DEBUG)
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)-7s %(message)s"))
+        root.addHandler(handler)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        if args.command == "generate":
+            from autograder.generate import generate_release
+
+            _log_to(logging.INFO)
+            for assignment in args.assignments or assignments():
+                for path in generate_release(assignment):
+                    print(path)
+            return 0
+
+        from autograder.grade import grade
+
+        args.out.mkdir(parents=True, exist_ok=True)
+        _log_to(logging.DEBUG if args.verbose else logging.INFO, args.out / "grading.log")
+        log.info("=== grading %s: submissions %s, out %s, started %s", args.assignment, args.submissions,
+                 args.out, time.strftime("%Y-%m-%d %H:%M:%S"))
+        run = grade(args.assignment, args.submissions, args.out, timeout=args.timeout, replace=args.replace)
+        return 0 if all(s.status != "failed" for s in run.submissions) else 3
+    except CourseError as error:
+        log.error("%s", error)
+        return 2

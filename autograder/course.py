@@ -1,0 +1,85 @@
+"""Where things are, and how nbgrader is configured to find them.
+
+nbgrader expects ``{root}/{step}/{student_id}/{assignment_id}/{notebook}.ipynb``.
+The repository keeps the sources in ``solutions/`` and the student versions in
+``exercises/``; grading runs in a course directory of its own (under the
+grader's ``--out``) so that nothing it writes lands in the repository.
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from traitlets.config import Config
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+SOLUTIONS = REPO_ROOT / "solutions"
+EXERCISES = REPO_ROOT / "exercises"
+
+# A chapter folder name: two digits, a dash, lower-case words ("04-attention").
+ASSIGNMENT_PATTERN = re.compile(r"^\d{2}-[a-z0-9]+(?:-[a-z0-9]+)*$")
+
+
+class CourseError(Exception):
+    """A problem with the instructor's input: it names the file and what is wrong."""
+
+
+def assignments() -> list[str]:
+    """Every assignment id that has source notebooks in ``solutions/``."""
+    return sorted(
+        path.name for path in SOLUTIONS.iterdir()
+        if path.is_dir() and ASSIGNMENT_PATTERN.match(path.name) and any(path.glob("*.ipynb"))
+    )
+
+
+def source_notebooks(assignment: str) -> list[Path]:
+    """The nbgrader source notebooks of ``assignment``; a clear error when there are none."""
+    if not ASSIGNMENT_PATTERN.match(assignment):
+        raise CourseError(
+            f"{assignment!r} is not an assignment id: expected a chapter folder name such as 04-attention"
+        )
+    folder = SOLUTIONS / assignment
+    notebooks = sorted(folder.glob("*.ipynb"))
+    if not notebooks:
+        known = ", ".join(assignments()) or "none"
+        raise CourseError(f"{folder} holds no source notebooks (known assignments: {known})")
+    return notebooks
+
+
+def nbgrader_config(root: Path, *, timeout: int = 60) -> Config:
+    """The nbgrader configuration for a course directory at ``root``.
+
+    The gradebook is ``root/gradebook.db`` (SQLite, nbgrader's default).
+    ``timeout`` is the limit in seconds for one cell when grading.
+    """
+    # Imported here so that `import autograder.course` stays light.
+    from autograder.preprocessors import autograde_preprocessors
+
+    config = Config()
+    config.CourseDirectory.root = str(root)
+    config.CourseDirectory.course_id = "nlpbook"
+    config.CourseDirectory.db_url = f"sqlite:///{root / 'gradebook.db'}"
+    config.CourseDirectory.source_directory = "source"
+    config.CourseDirectory.release_directory = "release"
+    config.CourseDirectory.submitted_directory = "submitted"
+    config.CourseDirectory.autograded_directory = "autograded"
+    config.CourseDirectory.feedback_directory = "feedback"
+    config.ExecutePreprocessor.timeout = timeout
+    config.ExecutePreprocessor.kernel_name = "python3"
+    # Students may delete a test cell; nbgrader puts it back from the gradebook.
+    config.OverwriteCells.add_missing_cells = True
+    config.Autograde.autograde_preprocessors = autograde_preprocessors()
+    return config
+
+
+def write_nbgrader_config(root: Path, config: Config) -> Path:
+    """Write ``root/nbgrader_config.py`` so that instructors can open the formgrader there."""
+    lines = ["# Written by `python -m autograder`: the course directory of one grading run.",
+             "c = get_config()  # noqa: F821"]
+    for section in ("CourseDirectory", "ExecutePreprocessor", "OverwriteCells"):
+        for key, value in sorted(config[section].items()):
+            lines.append(f"c.{section}.{key} = {value!r}")
+    lines.append("")
+    path = root / "nbgrader_config.py"
+    path.write_text("\n".join(lines), encoding="utf-8")
+    return path

@@ -1,0 +1,73 @@
+"""Regenerate the student notebooks (``exercises/``) from the sources (``solutions/``).
+
+nbgrader's own ``generate_assignment`` does the work: it replaces the code
+between ``### BEGIN SOLUTION`` and ``### END SOLUTION`` with a stub, removes
+``### BEGIN HIDDEN TESTS`` blocks, locks the test cells and clears outputs.
+It runs in a throw-away course directory so that its gradebook never lands
+in the repository.
+"""
+from __future__ import annotations
+
+import logging
+import shutil
+import tempfile
+from pathlib import Path
+
+from autograder.course import EXERCISES, SOLUTIONS, CourseError, nbgrader_config, source_notebooks
+
+log = logging.getLogger("autograder")
+
+IGNORED = shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__", "*.pyc")
+
+
+def run_generate_assignment(root: Path, assignment: str) -> None:
+    """Run nbgrader's generate_assignment in the course directory ``root``.
+
+    Reads ``root/source/ASSIGNMENT``; writes ``root/release/ASSIGNMENT`` and
+    records the assignment, its cells and their checksums in the gradebook.
+    """
+    from nbgrader.apps import NbGraderAPI
+
+    api = NbGraderAPI(config=nbgrader_config(root))
+    result = api.generate_assignment(assignment, force=True, create=True)
+    if not result["success"]:
+        raise CourseError(
+            f"nbgrader generate_assignment failed for {SOLUTIONS / assignment}:\n"
+            f"{result.get('log', '')}\n{result.get('error', '')}"
+        )
+
+
+def replace_directory(new: Path, target: Path) -> None:
+    """Put a copy of ``new`` at ``target``, replacing what was there only once the copy is complete."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
+    try:
+        shutil.copytree(new, staging, dirs_exist_ok=True, ignore=IGNORED)
+        previous = target.with_name(f".{target.name}-previous")
+        if previous.exists():
+            shutil.rmtree(previous)
+        if target.exists():
+            target.rename(previous)
+        staging.rename(target)
+        if previous.exists():
+            shutil.rmtree(previous)
+    finally:
+        if staging.exists():
+            shutil.rmtree(staging)
+
+
+def generate_release(assignment: str, destination: Path | None = None) -> list[Path]:
+    """Generate the student notebooks of ``assignment`` into ``destination``.
+
+    ``destination`` defaults to ``exercises/ASSIGNMENT``.  Returns the notebooks written.
+    """
+    source_notebooks(assignment)  # a clear error for an unknown assignment
+    destination = destination or EXERCISES / assignment
+    with tempfile.TemporaryDirectory(prefix="nlpbook-generate-") as tmp:
+        root = Path(tmp)
+        shutil.copytree(SOLUTIONS / assignment, root / "source" / assignment, ignore=IGNORED)
+        run_generate_assignment(root, assignment)
+        replace_directory(root / "release" / assignment, destination)
+    written = sorted(destination.glob("*.ipynb"))
+    log.info("generated %d notebook(s) for %s into %s", len(written), assignment, destination)
+    return written

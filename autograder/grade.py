@@ -1,0 +1,360 @@
+"""Grade a class: ``python -m autograder grade ASSIGNMENT --submissions DIR --out DIR``.
+
+Grading is an ordered list of small steps (:data:`STEPS`), each a function of
+the :class:`GradingRun` it advances, in the spirit of nbgrader's own
+preprocessors.  nbgrader does the grading proper; the steps around it check
+the input, keep the submissions untouched, and publish the results only once
+they are complete:
+
+- everything is built in a staging folder inside ``--out`` and moved into
+  place at the end, so a crash leaves the previous results (or nothing),
+  never a half-written gradebook;
+- submissions are copied, never moved or edited, and their hashes are
+  checked again after grading;
+- every problem is logged with the student, the notebook and the cause, and
+  the submissions that need a human look are flagged in the log and the summary.
+
+Output (``--out``)::
+
+    grades.csv           nbgrader's export: one row per student
+    parts.csv            one row per student and graded cell
+    grading.log          what happened, student by student; NEEDS REVIEW lines
+    feedback/STUDENT/ASSIGNMENT/*.html
+    course/              the nbgrader course directory: gradebook.db, nbgrader_config.py,
+                         source/, release/, submitted/, autograded/, feedback/
+"""
+from __future__ import annotations
+
+import csv
+import hashlib
+import logging
+import re
+import shutil
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from autograder.course import SOLUTIONS, CourseError, nbgrader_config, source_notebooks
+from autograder.generate import IGNORED, run_generate_assignment
+
+log = logging.getLogger("autograder")
+
+# nbgrader puts student ids in paths and in the gradebook: keep them boring.
+STUDENT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@+-]{0,99}$")
+PUBLISHED = ("course", "feedback", "grades.csv", "parts.csv")
+
+
+@dataclass
+class Submission:
+    """One student's hand-in for the assignment, and what became of it."""
+
+    student: str
+    folder: Path
+    notebooks: list[Path] = field(default_factory=list)
+    status: str = "pending"  # pending -> graded | failed | missing
+    problems: list[str] = field(default_factory=list)
+    needs_review: bool = False
+    score: float = 0.0
+    max_score: float = 0.0
+    seconds: float = 0.0
+
+    def flag(self, problem: str, *, review: bool = True) -> None:
+        self.problems.append(problem)
+        self.needs_review = self.needs_review or review
+        (log.warning if review else log.info)("%s: %s", self.student, problem)
+
+
+@dataclass
+class GradingRun:
+    """The state that the grading steps share."""
+
+    assignment: str
+    submissions_dir: Path
+    out: Path
+    timeout: int = 60
+    replace: bool = False
+    staging: Path | None = None
+    submissions: list[Submission] = field(default_factory=list)
+    hashes: dict[Path, str] = field(default_factory=dict)
+    expected_notebooks: list[str] = field(default_factory=list)
+
+    @property
+    def course(self) -> Path:
+        return self.staging / "course"
+
+    @property
+    def db_url(self) -> str:
+        return f"sqlite:///{self.course / 'gradebook.db'}"
+
+    def config(self):
+        config = nbgrader_config(self.course, timeout=self.timeout)
+        # Feedback goes to students: never quote the hidden tests in it (nbgrader #917).
+        from nbgrader.preprocessors import ClearHiddenTests, GetGrades
+        from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor
+        config.GenerateFeedback.preprocessors = [GetGrades, ClearHiddenTests, CSSHTMLHeaderPreprocessor]
+        return config
+
+    def graded(self) -> list[Submission]:
+        return [s for s in self.submissions if s.status != "missing"]
+
+
+# --------------------------------------------------------------------- steps
+
+def check_inputs(run: GradingRun) -> None:
+    """The assignment exists, the submissions folder exists, and no earlier results would be lost."""
+    run.expected_notebooks = [path.stem for path in source_notebooks(run.assignment)]
+    if not run.submissions_dir.is_dir():
+        raise CourseError(f"--submissions {run.submissions_dir}: no such folder")
+    submissions, out = run.submissions_dir.resolve(), run.out.resolve()
+    if out == submissions or submissions in out.parents or out in submissions.parents:
+        raise CourseError(f"--out {run.out} and --submissions {run.submissions_dir} must not contain each other: "
+                          "grading never writes next to the submissions")
+    if (run.out / "course" / "gradebook.db").exists() and not run.replace:
+        raise CourseError(
+            f"{run.out / 'course' / 'gradebook.db'} already holds a graded class; grading again would replace it "
+            "and any manual grades in it. Choose a new --out folder, or pass --replace to discard it."
+        )
+
+
+def find_submissions(run: GradingRun) -> None:
+    """One folder per student, ``DIR/STUDENT/ASSIGNMENT/*.ipynb``; anything else is logged and skipped."""
+    for entry in sorted(run.submissions_dir.iterdir()):
+        where = f"{run.submissions_dir}/{entry.name}"
+        if entry.is_symlink():
+            log.warning("%s: skipped, a link is not a student folder", where)
+        elif not entry.is_dir():
+            log.warning("%s: skipped, not a folder (expected one folder per student)", where)
+        elif not STUDENT_ID.match(entry.name):
+            log.warning("%s: skipped, %r is not a usable student id (letters, digits, _.@+-)", where, entry.name)
+        else:
+            run.submissions.append(_find_notebooks(run, Submission(entry.name, entry / run.assignment)))
+    if not run.submissions:
+        raise CourseError(f"--submissions {run.submissions_dir}: no student folders found "
+                          f"(expected {run.submissions_dir}/STUDENT_ID/{run.assignment}/*.ipynb)")
+    log.info("%d student folder(s) in %s", len(run.submissions), run.submissions_dir)
+
+
+def _find_notebooks(run: GradingRun, submission: Submission) -> Submission:
+    folder = submission.folder
+    if folder.is_symlink() or not folder.is_dir():
+        submission.status = "missing"
+        submission.flag(f"no {run.assignment}/ folder: scored 0 as not handed in", review=False)
+        return submission
+    for name in run.expected_notebooks:
+        path = folder / f"{name}.ipynb"
+        if path.is_symlink():
+            submission.flag(f"{path}: a link, not a notebook; scored 0")
+        elif not path.is_file():
+            submission.flag(f"{path}: missing; scored 0")
+        else:
+            submission.notebooks.append(path)
+    if not submission.notebooks:
+        submission.status = "missing"
+    return submission
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _files_of(run: GradingRun):
+    for submission in run.submissions:
+        if submission.folder.is_dir() and not submission.folder.is_symlink():
+            yield from (p for p in sorted(submission.folder.rglob("*")) if p.is_file() and not p.is_symlink())
+
+
+def hash_submissions(run: GradingRun) -> None:
+    """Record a hash of every submitted file, to prove afterwards that grading changed none."""
+    run.hashes = {path: _sha256(path) for path in _files_of(run)}
+
+
+def prepare_course(run: GradingRun) -> None:
+    """A fresh nbgrader course directory in a staging folder inside ``--out``."""
+    run.out.mkdir(parents=True, exist_ok=True)
+    run.staging = run.out / f".staging-{time.strftime('%Y%m%d-%H%M%S')}-{id(run) % 10_000:04d}"
+    run.staging.mkdir()
+    shutil.copytree(SOLUTIONS / run.assignment, run.course / "source" / run.assignment, ignore=IGNORED)
+    _write_course_config(run.course, run.timeout)
+
+
+def _write_course_config(course: Path, timeout: int) -> None:
+    # Relative to the file itself, so that the course folder still works after it is moved into place.
+    (course / "nbgrader_config.py").write_text(
+        "# Written by `python -m autograder grade`: open the formgrader from this folder.\n"
+        "import os\n"
+        "c = get_config()  # noqa: F821\n"
+        "here = os.path.dirname(os.path.abspath(__file__))\n"
+        "c.CourseDirectory.root = here\n"
+        "c.CourseDirectory.course_id = 'nlpbook'\n"
+        "c.CourseDirectory.db_url = 'sqlite:///' + os.path.join(here, 'gradebook.db')\n"
+        f"c.ExecutePreprocessor.timeout = {timeout}\n",
+        encoding="utf-8",
+    )
+
+
+def register_assignment(run: GradingRun) -> None:
+    """nbgrader's generate_assignment: records the cells, points and checksums in the gradebook."""
+    run_generate_assignment(run.course, run.assignment)
+
+
+def collect_submissions(run: GradingRun) -> None:
+    """Copy (never move) each student's notebooks into the course, and list every student in the gradebook."""
+    from nbgrader.api import Gradebook
+
+    with Gradebook(run.db_url, "nlpbook") as gradebook:
+        for submission in run.submissions:
+            gradebook.update_or_create_student(submission.student)
+            if submission.status == "missing":
+                continue
+            target = run.course / "submitted" / submission.student / run.assignment
+            target.mkdir(parents=True)
+            for notebook in submission.notebooks:
+                shutil.copyfile(notebook, target / notebook.name)
+
+
+def autograde(run: GradingRun) -> None:
+    """nbgrader's autograde, one student at a time; a failure is logged and flagged, and grading goes on."""
+    from nbgrader.apps import NbGraderAPI
+
+    api = NbGraderAPI(config=run.config())
+    for submission in run.graded():
+        start = time.perf_counter()
+        result = api.autograde(run.assignment, submission.student, force=True, create=True)
+        submission.seconds = time.perf_counter() - start
+        if result["success"]:
+            submission.status = "graded"
+        else:
+            submission.status = "failed"
+            reason = (result.get("error") or result.get("log") or "no message").strip().splitlines()[-1]
+            submission.flag(f"{run.assignment}: nbgrader autograde failed ({reason})")
+            log.debug("%s: nbgrader log:\n%s", submission.student, result.get("log", ""))
+    _read_scores(run)
+
+
+def _read_scores(run: GradingRun) -> None:
+    from nbgrader.api import Gradebook, MissingEntry
+
+    with Gradebook(run.db_url, "nlpbook") as gradebook:
+        for submission in run.submissions:
+            try:
+                record = gradebook.find_submission(run.assignment, submission.student)
+            except MissingEntry:
+                submission.max_score = gradebook.find_assignment(run.assignment).max_score
+                continue
+            submission.score, submission.max_score = record.score, record.max_score
+            if record.needs_manual_grade:
+                submission.problems.append("written answers wait for manual grading")
+
+
+def generate_feedback(run: GradingRun) -> None:
+    """nbgrader's feedback (HTML, hidden tests removed) for every graded student."""
+    from nbgrader.apps import NbGraderAPI
+
+    api = NbGraderAPI(config=run.config())
+    for submission in run.graded():
+        if submission.status != "graded":
+            continue
+        result = api.generate_feedback(run.assignment, submission.student, force=True)
+        if not result["success"]:
+            submission.flag("feedback could not be generated; see the log")
+            log.debug("%s: nbgrader log:\n%s", submission.student, result.get("log", ""))
+    feedback = run.course / "feedback"
+    if feedback.exists():
+        shutil.copytree(feedback, run.staging / "feedback")
+    else:
+        (run.staging / "feedback").mkdir()
+
+
+def export_grades(run: GradingRun) -> None:
+    """``grades.csv`` (nbgrader's CSV export) and ``parts.csv`` (one row per graded cell)."""
+    from nbgrader.api import Gradebook, MissingEntry
+    from nbgrader.plugins import CsvExportPlugin
+
+    with Gradebook(run.db_url, "nlpbook") as gradebook:
+        CsvExportPlugin(to=str(run.staging / "grades.csv"), assignment=[run.assignment]).export(gradebook)
+        with open(run.staging / "parts.csv", "w", newline="", encoding="utf-8") as handle:
+            writer = csv.writer(handle)
+            writer.writerow(["student_id", "assignment", "notebook", "part", "score", "max_score",
+                             "needs_manual_grade"])
+            for submission in run.submissions:
+                try:
+                    record = gradebook.find_submission(run.assignment, submission.student)
+                except MissingEntry:
+                    continue
+                for notebook in record.notebooks:
+                    for grade in sorted(notebook.grades, key=lambda g: g.name):
+                        writer.writerow([submission.student, run.assignment, notebook.name, grade.name,
+                                         grade.score, grade.max_score, grade.needs_manual_grade])
+
+
+def check_submissions_unchanged(run: GradingRun) -> None:
+    """Every submitted file still has the hash it had before grading."""
+    now = {path: _sha256(path) for path in _files_of(run)}
+    changed = sorted(str(p) for p in set(run.hashes) | set(now) if run.hashes.get(p) != now.get(p))
+    if changed:
+        raise CourseError("submissions changed during grading (nothing was published): " + ", ".join(changed))
+
+
+def publish(run: GradingRun) -> None:
+    """Move the complete results from the staging folder into ``--out``, replacing earlier ones."""
+    for name in PUBLISHED:
+        target = run.out / name
+        previous = run.out / f".previous-{name}"
+        if previous.exists():
+            _remove(previous)
+        if target.exists():
+            target.rename(previous)
+        (run.staging / name).rename(target)
+        if previous.exists():
+            _remove(previous)
+    shutil.rmtree(run.staging)
+    run.staging = None
+
+
+def _remove(path: Path) -> None:
+    shutil.rmtree(path) if path.is_dir() else path.unlink()
+
+
+def summarize(run: GradingRun) -> None:
+    """One line per student, then the counts and every submission that needs a human look."""
+    for submission in run.submissions:
+        notes = "; ".join(submission.problems)
+        log.info("%-20s %-8s %5.1f / %4.1f  %5.1fs  %s", submission.student, submission.status,
+                 submission.score, submission.max_score, submission.seconds, notes)
+    counts = {status: sum(s.status == status for s in run.submissions) for status in ("graded", "failed", "missing")}
+    log.info("%s: %d graded, %d failed, %d not handed in; results in %s", run.assignment,
+             counts["graded"], counts["failed"], counts["missing"], run.out)
+    for submission in run.submissions:
+        if submission.needs_review:
+            log.warning("NEEDS REVIEW %s: %s", submission.student, "; ".join(submission.problems))
+
+
+STEPS: list[Callable[[GradingRun], None]] = [
+    check_inputs,
+    find_submissions,
+    hash_submissions,
+    prepare_course,
+    register_assignment,
+    collect_submissions,
+    autograde,
+    generate_feedback,
+    export_grades,
+    check_submissions_unchanged,
+    publish,
+    summarize,
+]
+
+
+def grade(assignment: str, submissions: Path, out: Path, *, timeout: int = 60, replace: bool = False) -> GradingRun:
+    """Run :data:`STEPS` in order; on any error the staging folder is removed and nothing is published."""
+    run = GradingRun(assignment=assignment, submissions_dir=Path(submissions), out=Path(out),
+                     timeout=timeout, replace=replace)
+    try:
+        for step in STEPS:
+            log.debug("step %s", step.__name__)
+            step(run)
+    finally:
+        if run.staging is not None and run.staging.exists():
+            shutil.rmtree(run.staging)
+    return run

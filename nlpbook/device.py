@@ -1,0 +1,28 @@
+"""Which device a notebook runs on: CUDA when present, else the CPU."""
+from __future__ import annotations
+
+import os
+
+import torch
+
+DEVICE_VARIABLE = "NLPBOOK_DEVICE"
+
+
+def get_device(prefer: str | None = None) -> torch.device:
+    """Return the device to run on.
+
+    ``prefer`` (or the environment variable ``NLPBOOK_DEVICE``) forces a
+    device such as ``"cpu"`` or ``"cuda:1"``; otherwise the first CUDA device
+    is used when there is one, and the CPU when there is not.  Notebooks never
+    assume a GPU: every chapter runs on either.
+    """
+    wanted = prefer or os.environ.get(DEVICE_VARIABLE)
+    if wanted:
+        device = torch.device(wanted)
+        if device.type == "cuda" and not torch.cuda.is_available():
+            raise RuntimeError(
+                f"device {wanted!r} was asked for (argument or ${DEVICE_VARIABLE}) "
+                "but this PyTorch build sees no CUDA device"
+            )
+        return device
+    return torch.device("cuda" if torch.cuda.is_available() else "cpu")

@@ -1,0 +1,115 @@
+"""Figures the chapters share: attention heat maps and training curves."""
+from __future__ import annotations
+
+import math
+from typing import Sequence
+
+import matplotlib.pyplot as plt
+import torch
+
+
+def _as_matrix(weights) -> torch.Tensor:
+    matrix = torch.as_tensor(weights).detach().float().cpu()
+    if matrix.dim() != 2:
+        raise ValueError(f"expected a 2-D matrix of weights, got shape {tuple(matrix.shape)}")
+    return matrix
+
+
+def attention_heatmap(
+    weights,
+    queries: Sequence[str] | None = None,
+    keys: Sequence[str] | None = None,
+    *,
+    ax: plt.Axes | None = None,
+    title: str | None = None,
+    annotate: bool = False,
+    colorbar: bool = True,
+    cmap: str = "viridis",
+) -> plt.Axes:
+    """Draw one attention matrix: rows are queries, columns the keys they attend to.
+
+    ``weights`` is ``(T_q, T_k)``.  ``annotate=True`` writes each probability
+    in its cell (readable up to about 12 x 12).
+    """
+    matrix = _as_matrix(weights)
+    if ax is None:
+        size = max(3.0, 0.45 * matrix.shape[1] + 1.5)
+        _, ax = plt.subplots(figsize=(size, max(2.5, 0.45 * matrix.shape[0] + 1.0)))
+    image = ax.imshow(matrix.numpy(), cmap=cmap, vmin=0.0, vmax=max(1e-9, float(matrix.max())))
+    for labels, length in ((keys, matrix.shape[1]), (queries, matrix.shape[0])):
+        if labels is not None and len(labels) != length:
+            raise ValueError(f"{len(labels)} labels for an axis of length {length}")
+    if keys is not None:
+        ax.set_xticks(range(len(keys)), keys, rotation=60, ha="right")
+    if queries is not None:
+        ax.set_yticks(range(len(queries)), queries)
+    ax.set_xlabel("key (attended to)")
+    ax.set_ylabel("query")
+    if title:
+        ax.set_title(title)
+    if annotate:
+        threshold = float(matrix.max()) / 2
+        for i in range(matrix.shape[0]):
+            for j in range(matrix.shape[1]):
+                value = float(matrix[i, j])
+                ax.text(j, i, f"{value:.2f}", ha="center", va="center", fontsize=7,
+                        color="black" if value > threshold else "white")
+    if colorbar:
+        ax.figure.colorbar(image, ax=ax, fraction=0.046, pad=0.04)
+    return ax
+
+
+def attention_heads(
+    weights,
+    queries: Sequence[str] | None = None,
+    keys: Sequence[str] | None = None,
+    *,
+    ncols: int = 4,
+    title: str | None = None,
+) -> plt.Figure:
+    """Draw every head of one layer side by side; ``weights`` is ``(H, T_q, T_k)``."""
+    stack = torch.as_tensor(weights).detach().float().cpu()
+    if stack.dim() != 3:
+        raise ValueError(f"expected (heads, queries, keys) weights, got shape {tuple(stack.shape)}")
+    heads = stack.shape[0]
+    ncols = min(ncols, heads)
+    nrows = math.ceil(heads / ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(3.2 * ncols, 3.0 * nrows), squeeze=False)
+    for head, ax in enumerate(axes.flat):
+        if head >= heads:
+            ax.axis("off")
+            continue
+        attention_heatmap(stack[head], queries, keys, ax=ax, title=f"head {head}", colorbar=False)
+        if head % ncols:
+            ax.set_ylabel("")
+            ax.set_yticks([])
+    if title:
+        fig.suptitle(title)
+    fig.tight_layout()
+    return fig
+
+
+def plot_curves(
+    curves: dict[str, tuple[Sequence[float], Sequence[float]]],
+    *,
+    xlabel: str = "step",
+    ylabel: str = "loss",
+    ax: plt.Axes | None = None,
+    title: str | None = None,
+    logy: bool = False,
+) -> plt.Axes:
+    """Plot named ``(x, y)`` curves on one set of axes (training curves, sweeps)."""
+    if ax is None:
+        _, ax = plt.subplots(figsize=(6, 3.5))
+    for name, (xs, ys) in curves.items():
+        ax.plot(list(xs), list(ys), label=name)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    if logy:
+        ax.set_yscale("log")
+    if title:
+        ax.set_title(title)
+    if len(curves) > 1:
+        ax.legend()
+    ax.grid(alpha=0.3)
+    return ax

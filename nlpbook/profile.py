@@ -1,0 +1,48 @@
+"""The run profile: how big the models and data of a notebook are.
+
+``NLPBOOK_PROFILE`` selects one of three profiles:
+
+``quick``
+    CI's smoke run on a 2-core CPU: seconds per notebook, numbers not meaningful.
+``standard`` (the default)
+    a student's laptop CPU: a few minutes per notebook, results meaningful.
+``full``
+    one GPU: bigger models and more data, what the GPU CI workflow runs.
+"""
+from __future__ import annotations
+
+import os
+from typing import TypeVar
+
+PROFILE_VARIABLE = "NLPBOOK_PROFILE"
+PROFILES = ("quick", "standard", "full")
+DEFAULT_PROFILE = "standard"
+
+T = TypeVar("T")
+
+
+def current_profile() -> str:
+    """The active profile name, read from ``$NLPBOOK_PROFILE`` (default ``standard``)."""
+    value = os.environ.get(PROFILE_VARIABLE, "").strip().lower() or DEFAULT_PROFILE
+    if value not in PROFILES:
+        raise ValueError(
+            f"${PROFILE_VARIABLE} is {os.environ[PROFILE_VARIABLE]!r}; "
+            f"expected one of {', '.join(PROFILES)}"
+        )
+    return value
+
+
+def choose(*, quick: T, standard: T, full: T | None = None) -> T:
+    """Pick the value for the active profile.
+
+    ``full`` falls back to ``standard`` when not given, so a notebook only
+    names what the GPU profile changes::
+
+        steps = nlpbook.choose(quick=50, standard=2_000, full=20_000)
+    """
+    profile = current_profile()
+    if profile == "quick":
+        return quick
+    if profile == "full" and full is not None:
+        return full
+    return standard

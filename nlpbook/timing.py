@@ -1,0 +1,36 @@
+"""Timing a function the way a benchmark should: warm-up, repeats, median."""
+from __future__ import annotations
+
+import statistics
+import time
+from typing import Callable
+
+import torch
+
+
+def _synchronize(device: torch.device | None) -> None:
+    # CUDA kernels run asynchronously: without a sync we would time the launch only.
+    if device is not None and device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def time_call(
+    fn: Callable[[], object],
+    *,
+    repeats: int = 20,
+    warmup: int = 3,
+    device: torch.device | None = None,
+) -> float:
+    """Median wall-clock seconds of ``fn()`` over ``repeats`` runs after ``warmup`` runs."""
+    if repeats < 1:
+        raise ValueError(f"repeats must be at least 1, got {repeats}")
+    for _ in range(warmup):
+        fn()
+    _synchronize(device)
+    samples = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        _synchronize(device)
+        samples.append(time.perf_counter() - start)
+    return statistics.median(samples)
