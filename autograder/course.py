@@ -53,7 +53,7 @@ def nbgrader_config(root: Path, *, timeout: int = 60) -> Config:
     ``timeout`` is the limit in seconds for one cell when grading.
     """
     # Imported here so that `import autograder.course` stays light.
-    from autograder.preprocessors import autograde_preprocessors
+    from autograder.preprocessors import autograde_preprocessors, feedback_preprocessors
 
     config = Config()
     config.CourseDirectory.root = str(root)
@@ -69,17 +69,6 @@ def nbgrader_config(root: Path, *, timeout: int = 60) -> Config:
     # Students may delete a test cell; nbgrader puts it back from the gradebook.
     config.OverwriteCells.add_missing_cells = True
     config.Autograde.autograde_preprocessors = autograde_preprocessors()
+    # Feedback goes to students: it must never quote the hidden tests.
+    config.GenerateFeedback.preprocessors = feedback_preprocessors()
     return config
-
-
-def write_nbgrader_config(root: Path, config: Config) -> Path:
-    """Write ``root/nbgrader_config.py`` so that instructors can open the formgrader there."""
-    lines = ["# Written by `python -m autograder`: the course directory of one grading run.",
-             "c = get_config()  # noqa: F821"]
-    for section in ("CourseDirectory", "ExecutePreprocessor", "OverwriteCells"):
-        for key, value in sorted(config[section].items()):
-            lines.append(f"c.{section}.{key} = {value!r}")
-    lines.append("")
-    path = root / "nbgrader_config.py"
-    path.write_text("\n".join(lines), encoding="utf-8")
-    return path

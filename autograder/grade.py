@@ -88,12 +88,7 @@ class GradingRun:
         return f"sqlite:///{self.course / 'gradebook.db'}"
 
     def config(self):
-        config = nbgrader_config(self.course, timeout=self.timeout)
-        # Feedback goes to students: never quote the hidden tests in it (nbgrader #917).
-        from nbgrader.preprocessors import ClearHiddenTests, GetGrades
-        from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor
-        config.GenerateFeedback.preprocessors = [GetGrades, ClearHiddenTests, CSSHTMLHeaderPreprocessor]
-        return config
+        return nbgrader_config(self.course, timeout=self.timeout)
 
     def graded(self) -> list[Submission]:
         return [s for s in self.submissions if s.status != "missing"]

@@ -1,12 +1,14 @@
 """nbgrader preprocessors this course adds to the autograde step."""
 from __future__ import annotations
 
-from nbconvert.preprocessors import ClearMetadataPreprocessor
+from nbconvert.preprocessors import ClearMetadataPreprocessor, CSSHTMLHeaderPreprocessor
 from nbgrader import utils
 from nbgrader.preprocessors import (
     AssignLatePenalties,
     CheckCellMetadata,
+    ClearHiddenTests,
     Execute,
+    GetGrades,
     LimitOutput,
     NbGraderPreprocessor,
     SaveAutoGrades,
@@ -49,3 +51,28 @@ def autograde_preprocessors() -> list[type]:
         AssignLatePenalties,
         CheckCellMetadata,
     ]
+
+
+class HideHiddenTestTracebacks(NbGraderPreprocessor):
+    """Cut the tracebacks of hidden test cells down to their last line.
+
+    nbgrader's ``ClearHiddenTests`` removes the hidden code from a cell's
+    source, but a failing hidden test's traceback quotes the lines around the
+    failure, and those lines are hidden test code (nbgrader #917, #1363).  The
+    student keeps the exception and its message, which the course's checks
+    write to say what is wrong.
+    """
+
+    begin_marker = "### BEGIN HIDDEN TESTS"
+
+    def preprocess_cell(self, cell, resources, cell_index):
+        if cell.cell_type == "code" and utils.is_grade(cell) and self.begin_marker in cell.source:
+            for output in cell.outputs:
+                if output.output_type == "error":
+                    output.traceback = [f"{output.ename}: {output.evalue}" if output.evalue else output.ename]
+        return cell, resources
+
+
+def feedback_preprocessors() -> list[type]:
+    """nbgrader's feedback steps with the hidden tests removed from sources and tracebacks."""
+    return [GetGrades, HideHiddenTestTracebacks, ClearHiddenTests, CSSHTMLHeaderPreprocessor]

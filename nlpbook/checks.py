@@ -51,12 +51,13 @@ def expect_close(actual, expected, name: str, *, atol: float = 1e-5, rtol: float
     expect_shape(actual, tuple(expected.shape), name, hint)
     actual_values = actual.detach().to("cpu", torch.float64)
     expected_values = expected.detach().to("cpu", torch.float64)
-    # Equal values (the same infinity included) and NaN against NaN match; any
-    # other NaN difference counts as wrong because NaN <= allowed is False.
+    # Equal values (the same infinity included) and NaN against NaN match. An
+    # infinity must be matched exactly: rtol * |inf| would accept any number.
     same = (actual_values == expected_values) | (torch.isnan(actual_values) & torch.isnan(expected_values))
-    difference = (actual_values - expected_values).abs().masked_fill(same, 0.0)
+    finite = torch.isfinite(actual_values) & torch.isfinite(expected_values)
+    difference = (actual_values - expected_values).abs()
     allowed = atol + rtol * expected_values.abs()
-    wrong = ~(difference <= allowed)
+    wrong = ~same & ~(finite & (difference <= allowed))
     if wrong.any():
         index = tuple(wrong.nonzero()[0].tolist())
         message = (

@@ -6,6 +6,7 @@ pattern is known in advance, so a heat map can be checked by eye:
 ``copy``     target = source
 ``reverse``  target = source read backwards (attention on the anti-diagonal)
 ``sort``     target = source sorted ascending (attention follows the values)
+``shift``    target t = source t - 1, padding at t = 0 (attention one step back)
 
 Token 0 is padding; real tokens are ``1 .. vocab_size - 1``.
 """
@@ -16,7 +17,7 @@ from dataclasses import dataclass
 import torch
 
 PAD_ID = 0
-TASKS = ("copy", "reverse", "sort")
+TASKS = ("copy", "reverse", "sort", "shift")
 
 
 @dataclass
@@ -71,6 +72,10 @@ def make_sequence_task(
         # Read position lengths-1-t for t < length: reverse only the real tokens.
         index = (lengths[:, None] - 1 - positions).clamp(min=0)  # (N, T)
         target = source.gather(1, index).masked_fill(~valid, PAD_ID)
+    elif kind == "shift":
+        target = torch.full_like(source, PAD_ID)
+        target[:, 1:] = source[:, :-1]
+        target = target.masked_fill(~valid, PAD_ID)
     else:
         # Padding sorts last because it is given the largest key.
         keys = source.masked_fill(~valid, vocab_size)

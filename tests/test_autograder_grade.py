@@ -1,0 +1,202 @@
+"""The real grading command on a class of known submissions.
+
+One class is graded once (module fixture) through ``python -m autograder grade``:
+the instructor's solution, the untouched exercise, correct solutions that write
+to stderr, a student with nothing handed in, and one student per classic mistake.
+Every classic mistake must cost exactly the points it costs below, in its own
+part, and no point anywhere else.
+"""
+from __future__ import annotations
+
+import csv
+import hashlib
+import html
+import re
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from conftest import run_autograder
+from submissions import REPO, solved, write
+
+ASSIGNMENT, NOTEBOOK = "04-attention", "attention"
+AUTO_POINTS = 17.0
+ANSWERS = ("answer_long_range", "answer_positions")
+
+# part -> its graded cells (grade ids); each part is graded on its own.
+PARTS = {
+    "attention": ("test_scaled_dot_product_attention_visible", "test_scaled_dot_product_attention_hidden"),
+    "causal": ("test_causal_mask_visible", "test_causal_mask_hidden"),
+    "padding": ("test_padding_mask_visible", "test_padding_mask_hidden"),
+    "multi_head": ("test_multi_head_visible", "test_multi_head_hidden"),
+    "sinusoidal": ("test_sinusoidal_visible", "test_sinusoidal_hidden"),
+    "rotary": ("test_rotary_visible", "test_rotary_hidden"),
+}
+
+SDPA, MHA = "scaled_dot_product_attention", "MultiHeadSelfAttention"
+# student id -> (the part it breaks, its score in that part, edits to the solution)
+MISTAKES = {
+    "mask-multiplied": ("attention", 0.0, {SDPA: [("scores = scores + attention_mask", "scores = scores * attention_mask")]}),
+    "no-scale": ("attention", 0.0, {SDPA: [(" / math.sqrt(d_k)", "")]}),
+    "scale-by-dk": ("attention", 0.0, {SDPA: [("/ math.sqrt(d_k)", "/ d_k")]}),
+    "scale-by-dv": ("attention", 1.0, {SDPA: [("d_k = query.shape[-1]", "d_k = value.shape[-1]")]}),
+    "softmax-over-queries": ("attention", 0.0, {SDPA: [("torch.softmax(scores, dim=-1)", "torch.softmax(scores, dim=-2)")]}),
+    "nan-on-fully-masked": ("attention", 1.0, {SDPA: [("probs = probs.masked_fill(blocked, 0.0)", "pass")]}),
+    "squeezed-batch": ("attention", 0.0, {SDPA: [("return probs @ value, probs",
+                                                  "return (probs @ value).squeeze(0), probs.squeeze(0)")]}),
+    "causal-hides-diagonal": ("causal", 0.0, {"causal_mask": [("diagonal=1", "diagonal=0")]}),
+    "causal-shows-next": ("causal", 0.0, {"causal_mask": [("diagonal=1", "diagonal=2")]}),
+    "padding-not-broadcastable": ("padding", 0.0, {"padding_mask": [("return mask[:, None, None, :]", "return mask")]}),
+    "padding-hides-tokens": ("padding", 0.0, {"padding_mask": [("input_ids == pad_id", "input_ids != pad_id")]}),
+    "heads-split-without-transpose": ("multi_head", 1.0, {MHA: [(
+        "t.view(B, T, self.num_heads, self.head_dim).transpose(1, 2)", "t.view(B, self.num_heads, T, self.head_dim)")]}),
+    "heads-merged-without-transpose": ("multi_head", 1.0, {MHA: [(
+        "context.transpose(1, 2).contiguous().view(B, T, E)", "context.reshape(B, T, E)")]}),
+    "squeezed-length-one": ("multi_head", 1.0, {MHA: [("return self.out_proj(context), probs",
+                                                       "return self.out_proj(context).squeeze(1), probs")]}),
+    "sin-cos-swapped": ("sinusoidal", 0.0, {"sinusoidal_positions": [
+        ("table[:, 0::2] = torch.sin(angles)", "table[:, 0::2] = torch.cos(angles)"),
+        ("table[:, 1::2] = torch.cos(angles)", "table[:, 1::2] = torch.sin(angles)")]}),
+    "sin-cos-halves": ("sinusoidal", 0.0, {"sinusoidal_positions": [
+        ("table[:, 0::2] = torch.sin(angles)", "table[:, : dim // 2] = torch.sin(angles)"),
+        ("table[:, 1::2] = torch.cos(angles)", "table[:, dim // 2 :] = torch.cos(angles)")]}),
+    "frequency-exponent-i": ("sinusoidal", 1.0, {"sinusoidal_positions": [
+        ("-torch.arange(0, dim, 2, dtype=torch.float64) / dim", "-torch.arange(0, dim // 2, dtype=torch.float64) / dim")]}),
+    "rotary-rotates-halves": ("rotary", 0.0, {"apply_rotary": [
+        ("even, odd = x[..., 0::2], x[..., 1::2]", "even, odd = x[..., : dim // 2], x[..., dim // 2 :]"),
+        ("return rotated.flatten(-2)", "return torch.cat((rotated[..., 0], rotated[..., 1]), dim=-1)")]}),
+    "rotary-wrong-direction": ("rotary", 0.0, {"apply_rotary": [
+        ("(even * cos - odd * sin, even * sin + odd * cos)", "(even * cos + odd * sin, -even * sin + odd * cos)")]}),
+    "rotary-ignores-positions": ("rotary", 0.0, {"apply_rotary": [
+        ("positions.to(torch.float64)", "torch.arange(x.shape[-2], dtype=torch.float64, device=x.device)")]}),
+}
+
+# Correct solutions that write to stderr: nbgrader alone would score such test cells 0.
+NOISY_EDITS = {SDPA: [("    d_k = query.shape[-1]", "    warnings.warn('a student left a warning in')\n"
+                                                       "    import sys; print('debug output', file=sys.stderr)\n"
+                                                       "    d_k = query.shape[-1]")]}
+TORCH_WARNING_EDITS = {"sinusoidal_positions": [("return table.float()", "return torch.tensor(table).float()")]}
+
+
+def _part_of(cell: str) -> str:
+    return next(part for part, cells in PARTS.items() if cell in cells)
+
+
+def _sha256_tree(folder: Path) -> dict[str, str]:
+    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+@pytest.fixture(scope="module")
+def graded_class(tmp_path_factory):
+    submissions = tmp_path_factory.mktemp("submissions")
+    out = tmp_path_factory.mktemp("graded") / "out"
+
+    def hand_in(student, notebook):
+        write(notebook, submissions / student / ASSIGNMENT, NOTEBOOK)
+
+    hand_in("solution", solved(ASSIGNMENT, NOTEBOOK))
+    hand_in("untouched", nbformat.read(REPO / "exercises" / ASSIGNMENT / f"{NOTEBOOK}.ipynb", as_version=4))
+    hand_in("noisy-stderr", solved(ASSIGNMENT, NOTEBOOK, NOISY_EDITS))
+    hand_in("torch-warning", solved(ASSIGNMENT, NOTEBOOK, TORCH_WARNING_EDITS))
+    for student, (_, _, edits) in MISTAKES.items():
+        hand_in(student, solved(ASSIGNMENT, NOTEBOOK, edits, answers=False))
+    (submissions / "absent").mkdir()  # a student folder with nothing for this assignment
+    before = _sha256_tree(submissions)
+    result = run_autograder("grade", ASSIGNMENT, "--submissions", str(submissions), "--out", str(out))
+    return {"submissions": submissions, "out": out, "result": result, "before": before}
+
+
+@pytest.fixture(scope="module")
+def part_scores(graded_class):
+    """student -> part -> (score, max) summed over the part's cells, from parts.csv."""
+    scores: dict[str, dict[str, list[float]]] = {}
+    with open(graded_class["out"] / "parts.csv", newline="") as handle:
+        for row in csv.DictReader(handle):
+            if row["part"] in ANSWERS:
+                continue
+            entry = scores.setdefault(row["student_id"], {}).setdefault(_part_of(row["part"]), [0.0, 0.0])
+            entry[0] += float(row["score"])
+            entry[1] += float(row["max_score"])
+    return scores
+
+
+def test_grading_command_succeeds(graded_class):
+    result = graded_class["result"]
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_grades_csv_has_nbgrader_columns_and_one_row_per_student(graded_class):
+    with open(graded_class["out"] / "grades.csv", newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    assert list(rows[0]) == ["assignment", "duedate", "timestamp", "student_id", "last_name", "first_name",
+                             "email", "raw_score", "late_submission_penalty", "score", "max_score"]
+    students = sorted(row["student_id"] for row in rows)
+    expected = sorted(["solution", "untouched", "noisy-stderr", "torch-warning", "absent", *MISTAKES])
+    assert students == expected
+    by_student = {row["student_id"]: row for row in rows}
+    assert float(by_student["solution"]["max_score"]) == AUTO_POINTS + 6
+    assert float(by_student["solution"]["score"]) == AUTO_POINTS  # written answers wait for a human
+    assert float(by_student["untouched"]["score"]) == 0.0
+    assert float(by_student["absent"]["score"]) == 0.0
+
+
+@pytest.mark.parametrize("student", ["solution", "noisy-stderr", "torch-warning"])
+def test_correct_solutions_get_every_automatic_point(part_scores, student):
+    assert part_scores[student] == {part: [pytest.approx(m), m] for part, (_, m) in part_scores["solution"].items()}
+    assert sum(score for score, _ in part_scores[student].values()) == AUTO_POINTS
+
+
+def test_untouched_exercise_scores_zero(part_scores):
+    assert all(score == 0.0 for score, _ in part_scores["untouched"].values())
+
+
+@pytest.mark.parametrize("student", sorted(MISTAKES))
+def test_each_mistake_costs_its_own_part_and_nothing_else(part_scores, student):
+    broken, expected, _ = MISTAKES[student]
+    for part, (score, maximum) in part_scores[student].items():
+        if part == broken:
+            assert score == expected, f"{student}: {part} scored {score} of {maximum}, expected {expected}"
+            assert score < maximum
+        else:
+            assert score == maximum, f"{student}: {part} lost points ({score} of {maximum}) for a mistake in {broken}"
+
+
+def _hidden_test_lines() -> set[str]:
+    """Every distinctive line of hidden test code that a student cannot see anywhere else."""
+    source = nbformat.read(REPO / "solutions" / ASSIGNMENT / f"{NOTEBOOK}.ipynb", as_version=4)
+    lines, hidden = set(), False
+    for cell in source.cells:
+        for line in cell.source.split("\n"):
+            if "### BEGIN HIDDEN TESTS" in line or "### END HIDDEN TESTS" in line:
+                hidden = "BEGIN" in line
+            elif hidden and len(line.strip()) > 24:
+                lines.add(line.strip())
+    visible = {line.strip() for cell in solved(ASSIGNMENT, NOTEBOOK).cells for line in cell.source.split("\n")}
+    return lines - visible
+
+
+def test_every_graded_student_gets_feedback_without_hidden_tests(graded_class):
+    feedback = graded_class["out"] / "feedback"
+    secret = _hidden_test_lines()
+    assert len(secret) > 50
+    for student in ["solution", "untouched", "noisy-stderr", *MISTAKES]:
+        page = html.unescape(re.sub(r"<[^>]+>", "", (feedback / student / ASSIGNMENT / f"{NOTEBOOK}.html").read_text()))
+        leaked = [line for line in secret if line in page]
+        assert not leaked, f"{student}'s feedback quotes hidden tests: {leaked[:3]}"
+    assert not (feedback / "absent").exists()
+
+
+def test_submissions_are_never_modified(graded_class):
+    assert _sha256_tree(graded_class["submissions"]) == graded_class["before"]
+
+
+def test_log_names_every_student_and_the_course_opens_in_formgrader(graded_class):
+    log = (graded_class["out"] / "grading.log").read_text()
+    for student in ["solution", "absent", *MISTAKES]:
+        assert student in log
+    assert "absent: no 04-attention/ folder" in log
+    course = graded_class["out"] / "course"
+    assert (course / "gradebook.db").is_file() and (course / "nbgrader_config.py").is_file()
+    assert not list(graded_class["out"].glob(".staging-*"))
