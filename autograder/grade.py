@@ -174,16 +174,15 @@ def prepare_course(run: GradingRun) -> None:
 
 
 def _write_course_config(course: Path, timeout: int) -> None:
-    # Relative to the file itself, so that the course folder still works after it is moved into place.
+    # The same configuration as the grader's (one source: autograder.course.nbgrader_config),
+    # computed from the file's own folder so that it still holds after the folder is moved.
     (course / "nbgrader_config.py").write_text(
-        "# Written by `python -m autograder grade`: open the formgrader from this folder.\n"
-        "import os\n"
+        "# Written by `python -m autograder grade`: run nbgrader (formgrader, export,\n"
+        "# generate_feedback) from this folder with the grader's own settings.\n"
+        "from pathlib import Path\n\n"
+        "from autograder.course import nbgrader_config\n\n"
         "c = get_config()  # noqa: F821\n"
-        "here = os.path.dirname(os.path.abspath(__file__))\n"
-        "c.CourseDirectory.root = here\n"
-        "c.CourseDirectory.course_id = 'nlpbook'\n"
-        "c.CourseDirectory.db_url = 'sqlite:///' + os.path.join(here, 'gradebook.db')\n"
-        f"c.ExecutePreprocessor.timeout = {timeout}\n",
+        f"c.merge(nbgrader_config(Path(__file__).resolve().parent, timeout={timeout}))\n",
         encoding="utf-8",
     )
 

@@ -6,7 +6,6 @@ timing) and nothing model-specific: the caller says how a batch becomes a loss.
 """
 from __future__ import annotations
 
-import itertools
 import os
 import time
 from dataclasses import dataclass, field
@@ -51,6 +50,18 @@ def to_device(batch: Any, device: torch.device) -> Any:
     return batch
 
 
+def _cycle(batches: Iterable[Any]):
+    """Yield the batches over and over; fail at once when a pass yields nothing."""
+    while True:
+        empty = True
+        for batch in batches:
+            empty = False
+            yield batch
+        if empty:
+            raise ValueError("batches yielded nothing: an empty list, or a one-shot generator that ran out "
+                             "(pass a list or a DataLoader, which can be read again)")
+
+
 def _progress_enabled(progress: bool | None) -> bool:
     if progress is not None:
         return progress
@@ -85,7 +96,7 @@ def train(
         raise ValueError(f"steps must be at least 1, got {steps}")
     device = device or next(model.parameters()).device
     history = History()
-    stream = itertools.chain.from_iterable(itertools.repeat(batches))
+    stream = _cycle(batches)
     bar = tqdm(total=steps, desc=description, disable=not _progress_enabled(progress),
                mininterval=0.5, leave=False)
     start = time.perf_counter()
@@ -100,8 +111,9 @@ def train(
     for step in range(1, steps + 1):
         try:
             batch = to_device(next(stream), device)
-        except StopIteration:
-            raise ValueError("batches is empty: there is nothing to train on") from None
+        except ValueError:
+            bar.close()
+            raise
         loss = loss_fn(model, batch)
         if not torch.isfinite(loss):
             bar.close()

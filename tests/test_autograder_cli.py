@@ -1,0 +1,54 @@
+"""The grading command's answers to bad input: a clear message naming the problem, nothing written."""
+from __future__ import annotations
+
+import nbformat
+
+from conftest import run_autograder
+from submissions import solved, write
+
+
+def test_unknown_assignment_is_named(tmp_path):
+    (tmp_path / "class" / "ada").mkdir(parents=True)
+    result = run_autograder("grade", "99-nothing", "--submissions", str(tmp_path / "class"), "--out", str(tmp_path / "out"))
+    assert result.returncode == 2
+    assert "solutions/99-nothing holds no source notebooks (known assignments: 04-attention" in result.stderr
+    assert "not an assignment id" in run_autograder("grade", "attention", "--submissions", str(tmp_path / "class"),
+                                                   "--out", str(tmp_path / "out")).stderr
+
+
+def test_missing_submissions_folder_is_named(tmp_path):
+    result = run_autograder("grade", "04-attention", "--submissions", str(tmp_path / "nope"), "--out", str(tmp_path / "out"))
+    assert result.returncode == 2 and f"--submissions {tmp_path / 'nope'}: no such folder" in result.stderr
+
+
+def test_out_inside_submissions_is_refused(tmp_path):
+    (tmp_path / "class").mkdir()
+    result = run_autograder("grade", "04-attention", "--submissions", str(tmp_path / "class"),
+                            "--out", str(tmp_path / "class" / "graded"))
+    assert result.returncode == 2 and "must not contain each other" in result.stderr
+
+
+def test_an_empty_class_is_an_error(tmp_path):
+    (tmp_path / "class").mkdir()
+    (tmp_path / "class" / "notes.txt").write_text("not a student")
+    result = run_autograder("grade", "04-attention", "--submissions", str(tmp_path / "class"), "--out", str(tmp_path / "out"))
+    assert result.returncode == 2
+    assert "skipped, not a folder" in result.stderr and "no student folders found" in result.stderr
+
+
+def test_a_graded_class_is_not_replaced_without_asking(tmp_path):
+    classroom, out = tmp_path / "class", tmp_path / "out"
+    write(solved("04-attention", "attention"), classroom / "ada" / "04-attention", "attention")
+    (classroom / "bad id!").mkdir()
+    (classroom / "linked").symlink_to(classroom / "ada")
+    first = run_autograder("grade", "04-attention", "--submissions", str(classroom), "--out", str(out))
+    assert first.returncode == 0, first.stderr
+    assert "'bad id!' is not a usable student id" in first.stderr and "a link is not a student folder" in first.stderr
+    grades = (out / "grades.csv").read_text()
+    assert grades.count("\n") == 2  # header + ada
+    second = run_autograder("grade", "04-attention", "--submissions", str(classroom), "--out", str(out))
+    assert second.returncode == 2 and "already holds a graded class" in second.stderr
+    assert (out / "grades.csv").read_text() == grades
+    third = run_autograder("grade", "04-attention", "--submissions", str(classroom), "--out", str(out), "--replace")
+    assert third.returncode == 0 and (out / "grades.csv").read_text().count("\n") == 2
+    assert nbformat.read(out / "course" / "autograded" / "ada" / "04-attention" / "attention.ipynb", as_version=4)

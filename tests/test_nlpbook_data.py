@@ -1,0 +1,40 @@
+import pytest
+import torch
+
+from nlpbook.data import PAD_ID, TASKS, make_sequence_task
+
+
+def test_generation_is_deterministic_for_a_seeded_generator():
+    first = make_sequence_task("reverse", size=8, length=6, generator=torch.Generator().manual_seed(3))
+    second = make_sequence_task("reverse", size=8, length=6, generator=torch.Generator().manual_seed(3))
+    assert torch.equal(first.source, second.source) and torch.equal(first.target, second.target)
+
+
+@pytest.mark.parametrize("kind", TASKS)
+def test_targets_follow_their_definition_on_the_real_tokens(kind):
+    task = make_sequence_task(kind, size=50, length=9, min_length=2, vocab_size=7)
+    for source, target, length in zip(task.source, task.target, task.lengths):
+        real = source[:length]
+        assert (source[length:] == PAD_ID).all() and (target[length:] == PAD_ID).all()
+        assert (real != PAD_ID).all()
+        expected = {"copy": real, "reverse": real.flip(0), "sort": real.sort().values,
+                    "shift": torch.cat([torch.tensor([PAD_ID]), real[:-1]])}[kind]
+        assert torch.equal(target[:length], expected)
+
+
+def test_batches_cover_the_set_once():
+    task = make_sequence_task("copy", size=10, length=3)
+    seen = torch.cat([source for source, _ in task.batches(4, generator=torch.Generator().manual_seed(0))])
+    assert sorted(map(tuple, seen.tolist())) == sorted(map(tuple, task.source.tolist()))
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"kind": "rotate"}, "unknown task 'rotate'"),
+    ({"vocab_size": 2}, "vocab_size must be at least 3"),
+    ({"min_length": 0}, "need 1 <= min_length <= length"),
+])
+def test_bad_arguments_are_named(kwargs, message):
+    arguments = {"kind": "copy", "size": 2, "length": 4, **kwargs}
+    kind = arguments.pop("kind")
+    with pytest.raises(ValueError, match=message):
+        make_sequence_task(kind, **arguments)

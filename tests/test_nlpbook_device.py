@@ -1,0 +1,22 @@
+import pytest
+import torch
+
+from nlpbook.device import get_device
+
+
+def test_cuda_when_present_else_cpu(monkeypatch):
+    monkeypatch.delenv("NLPBOOK_DEVICE", raising=False)
+    assert get_device().type == ("cuda" if torch.cuda.is_available() else "cpu")
+
+
+def test_environment_and_argument_force_a_device(monkeypatch):
+    monkeypatch.setenv("NLPBOOK_DEVICE", "cpu")
+    assert get_device() == torch.device("cpu")
+    assert get_device("cpu") == torch.device("cpu")
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="only meaningful without a GPU")
+def test_asking_for_a_missing_gpu_is_a_clear_error(monkeypatch):
+    monkeypatch.delenv("NLPBOOK_DEVICE", raising=False)
+    with pytest.raises(RuntimeError, match="sees no CUDA device"):
+        get_device("cuda")

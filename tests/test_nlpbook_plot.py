@@ -1,0 +1,42 @@
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import pytest  # noqa: E402
+import torch  # noqa: E402
+
+from nlpbook.plot import attention_heads, attention_heatmap, plot_curves  # noqa: E402
+
+
+def test_heatmap_draws_the_matrix_with_its_labels():
+    weights = torch.softmax(torch.randn(3, 4), dim=-1)
+    ax = attention_heatmap(weights, ["a", "b", "c"], ["w", "x", "y", "z"], annotate=True, title="t")
+    image = ax.get_images()[0].get_array()
+    assert image.shape == (3, 4) and torch.allclose(torch.as_tensor(image.data), weights)
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["w", "x", "y", "z"]
+    assert len(ax.texts) == 12
+    plt.close("all")
+
+
+def test_heatmap_rejects_wrong_labels_and_shapes():
+    with pytest.raises(ValueError, match="2 labels for an axis of length 4"):
+        attention_heatmap(torch.zeros(3, 4), None, ["a", "b"])
+    with pytest.raises(ValueError, match="expected a 2-D matrix"):
+        attention_heatmap(torch.zeros(2, 3, 4))
+    plt.close("all")
+
+
+def test_heads_grid_has_one_panel_per_head():
+    fig = attention_heads(torch.rand(5, 3, 3), ncols=2)
+    assert sum(ax.get_visible() and bool(ax.get_images()) for ax in fig.axes) == 5
+    with pytest.raises(ValueError, match="expected \\(heads, queries, keys\\)"):
+        attention_heads(torch.rand(3, 3))
+    plt.close("all")
+
+
+def test_curves_are_labelled():
+    ax = plot_curves({"train": ([1, 2], [3.0, 2.0]), "valid": ([1, 2], [3.5, 2.5])}, logy=True)
+    assert [line.get_label() for line in ax.get_lines()] == ["train", "valid"]
+    assert ax.get_yscale() == "log"
+    plt.close("all")

@@ -1,0 +1,35 @@
+"""The solution notebooks also run under nbval (see pytest's configuration); here, their structure."""
+from __future__ import annotations
+
+import nbformat
+import pytest
+
+from autograder.course import SOLUTIONS, assignments
+
+
+def _cells(assignment):
+    for path in sorted((SOLUTIONS / assignment).glob("*.ipynb")):
+        for cell in nbformat.read(path, as_version=4).cells:
+            yield path, cell, cell.metadata.get("nbgrader", {})
+
+
+@pytest.mark.parametrize("assignment", assignments())
+def test_grade_ids_are_unique_and_match_cell_ids(assignment):
+    seen = set()
+    for path, cell, meta in _cells(assignment):
+        if meta:
+            assert meta["grade_id"] not in seen, f"{path}: duplicate grade id {meta['grade_id']}"
+            seen.add(meta["grade_id"])
+            assert cell.id == meta["grade_id"], f"{path}: cell id {cell.id} != grade id {meta['grade_id']}"
+
+
+@pytest.mark.parametrize("assignment", assignments())
+def test_chapter_standard_counts(assignment):
+    code_parts = [m for _, c, m in _cells(assignment) if m.get("solution") and c.cell_type == "code"]
+    written = [m for _, c, m in _cells(assignment) if m.get("solution") and c.cell_type == "markdown" and m.get("grade")]
+    tests = [m for _, c, m in _cells(assignment) if m.get("grade") and c.cell_type == "code"]
+    assert len(code_parts) >= 4, "the chapter standard asks for at least four auto-graded parts"
+    assert written, "the chapter standard asks for at least one manually graded answer"
+    assert all(m.get("locked") and m.get("points", 0) > 0 for m in tests)
+    hidden = [m for p, c, m in _cells(assignment) if m.get("grade") and "### BEGIN HIDDEN TESTS" in c.source]
+    assert len(hidden) >= len(code_parts), "every part needs hidden tests"
