@@ -90,7 +90,7 @@ class GradingRun:
     def config(self):
         return nbgrader_config(self.course, timeout=self.timeout)
 
-    def graded(self) -> list[Submission]:
+    def handed_in(self) -> list[Submission]:
         return [s for s in self.submissions if s.status != "missing"]
 
 
@@ -212,7 +212,7 @@ def autograde(run: GradingRun) -> None:
     from nbgrader.apps import NbGraderAPI
 
     api = NbGraderAPI(config=run.config())
-    for submission in run.graded():
+    for submission in run.handed_in():
         start = time.perf_counter()
         result = api.autograde(run.assignment, submission.student, force=True, create=True)
         submission.seconds = time.perf_counter() - start
@@ -246,9 +246,7 @@ def generate_feedback(run: GradingRun) -> None:
     from nbgrader.apps import NbGraderAPI
 
     api = NbGraderAPI(config=run.config())
-    for submission in run.graded():
-        if submission.status != "graded":
-            continue
+    for submission in (s for s in run.submissions if s.status == "graded"):
         result = api.generate_feedback(run.assignment, submission.student, force=True)
         if not result["success"]:
             submission.flag("feedback could not be generated; see the log")
