@@ -16,6 +16,8 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 SOLUTIONS = REPO_ROOT / "solutions"
 EXERCISES = REPO_ROOT / "exercises"
 
+COURSE_ID = "nlpbook"
+
 # A chapter folder name: two digits, a dash, lower-case words ("04-attention").
 ASSIGNMENT_PATTERN = re.compile(r"^\d{2}-[a-z0-9]+(?:-[a-z0-9]+)*$")
 
@@ -46,10 +48,14 @@ def source_notebooks(assignment: str) -> list[Path]:
     return notebooks
 
 
+def gradebook_url(root: Path) -> str:
+    """The gradebook of the course directory ``root``: SQLite, where nbgrader puts it by default."""
+    return f"sqlite:///{root / 'gradebook.db'}"
+
+
 def nbgrader_config(root: Path, *, timeout: int = 60) -> Config:
     """The nbgrader configuration for a course directory at ``root``.
 
-    The gradebook is ``root/gradebook.db`` (SQLite, nbgrader's default).
     ``timeout`` is the limit in seconds for one cell when grading.
     """
     # Imported here so that `import autograder.course` stays light.
@@ -57,8 +63,8 @@ def nbgrader_config(root: Path, *, timeout: int = 60) -> Config:
 
     config = Config()
     config.CourseDirectory.root = str(root)
-    config.CourseDirectory.course_id = "nlpbook"
-    config.CourseDirectory.db_url = f"sqlite:///{root / 'gradebook.db'}"
+    config.CourseDirectory.course_id = COURSE_ID
+    config.CourseDirectory.db_url = gradebook_url(root)
     config.CourseDirectory.source_directory = "source"
     config.CourseDirectory.release_directory = "release"
     config.CourseDirectory.submitted_directory = "submitted"

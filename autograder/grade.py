@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from autograder.course import SOLUTIONS, CourseError, nbgrader_config, source_notebooks
+from autograder.course import COURSE_ID, SOLUTIONS, CourseError, gradebook_url, nbgrader_config, source_notebooks
 from autograder.generate import IGNORED, run_generate_assignment
 
 log = logging.getLogger("autograder")
@@ -85,7 +85,7 @@ class GradingRun:
 
     @property
     def db_url(self) -> str:
-        return f"sqlite:///{self.course / 'gradebook.db'}"
+        return gradebook_url(self.course)
 
     def config(self):
         return nbgrader_config(self.course, timeout=self.timeout)
@@ -196,7 +196,7 @@ def collect_submissions(run: GradingRun) -> None:
     """Copy (never move) each student's notebooks into the course, and list every student in the gradebook."""
     from nbgrader.api import Gradebook
 
-    with Gradebook(run.db_url, "nlpbook") as gradebook:
+    with Gradebook(run.db_url, COURSE_ID) as gradebook:
         for submission in run.submissions:
             gradebook.update_or_create_student(submission.student)
             if submission.status == "missing":
@@ -229,7 +229,7 @@ def autograde(run: GradingRun) -> None:
 def _read_scores(run: GradingRun) -> None:
     from nbgrader.api import Gradebook, MissingEntry
 
-    with Gradebook(run.db_url, "nlpbook") as gradebook:
+    with Gradebook(run.db_url, COURSE_ID) as gradebook:
         for submission in run.submissions:
             try:
                 record = gradebook.find_submission(run.assignment, submission.student)
@@ -263,7 +263,7 @@ def export_grades(run: GradingRun) -> None:
     from nbgrader.api import Gradebook, MissingEntry
     from nbgrader.plugins import CsvExportPlugin
 
-    with Gradebook(run.db_url, "nlpbook") as gradebook:
+    with Gradebook(run.db_url, COURSE_ID) as gradebook:
         CsvExportPlugin(to=str(run.staging / "grades.csv"), assignment=[run.assignment]).export(gradebook)
         with open(run.staging / "parts.csv", "w", newline="", encoding="utf-8") as handle:
             writer = csv.writer(handle)

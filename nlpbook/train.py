@@ -101,37 +101,30 @@ def train(
                mininterval=0.5, leave=False)
     start = time.perf_counter()
 
-    def run_evaluation(step: int) -> None:
-        model.eval()
-        with torch.no_grad():
-            history.record_eval(step, evaluate(model))
-        model.train()
-
     model.train()
-    for step in range(1, steps + 1):
-        try:
-            batch = to_device(next(stream), device)
-        except ValueError:
-            bar.close()
-            raise
-        loss = loss_fn(model, batch)
-        if not torch.isfinite(loss):
-            bar.close()
-            raise FloatingPointError(f"the loss became {loss.item()} at step {step}")
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        if clip_grad_norm is not None:
-            torch.nn.utils.clip_grad_norm_(model.parameters(), clip_grad_norm)
-        optimizer.step()
-        if scheduler is not None:
-            scheduler.step()
-        history.steps.append(step)
-        history.loss.append(loss.item())
-        if evaluate is not None and (step == steps or (eval_every and step % eval_every == 0)):
-            run_evaluation(step)
-        bar.set_postfix(loss=f"{history.loss[-1]:.3f}", refresh=False)
-        bar.update()
-    bar.close()
+    try:
+        for step in range(1, steps + 1):
+            loss = loss_fn(model, to_device(next(stream), device))
+            if not torch.isfinite(loss):
+                raise FloatingPointError(f"the loss became {loss.item()} at step {step}")
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            if clip_grad_norm is not None:
+                torch.nn.utils.clip_grad_norm_(model.parameters(), clip_grad_norm)
+            optimizer.step()
+            if scheduler is not None:
+                scheduler.step()
+            history.steps.append(step)
+            history.loss.append(loss.item())
+            if evaluate is not None and (step == steps or (eval_every and step % eval_every == 0)):
+                model.eval()
+                with torch.no_grad():
+                    history.record_eval(step, evaluate(model))
+                model.train()
+            bar.set_postfix(loss=f"{history.loss[-1]:.3f}", refresh=False)
+            bar.update()
+    finally:
+        bar.close()
     model.eval()
     history.seconds = time.perf_counter() - start
     return history
