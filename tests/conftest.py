@@ -1,23 +1,15 @@
-"""Shared fixtures. The suite runs in the quick profile unless told otherwise."""
+"""Shared test helpers. The suite runs in the quick profile unless told otherwise."""
 from __future__ import annotations
 
 import os
 import subprocess
 import sys
-from pathlib import Path
 
-import pytest
+from autograder.course import REPO_ROOT as REPO
 
 # Set before any notebook kernel starts (nbval, nbclient, nbgrader inherit it).
 os.environ.setdefault("NLPBOOK_PROFILE", "quick")
 os.environ.setdefault("NLPBOOK_PROGRESS", "0")
-
-REPO = Path(__file__).resolve().parent.parent
-
-
-@pytest.fixture(scope="session")
-def repo() -> Path:
-    return REPO
 
 
 def run_autograder(*args: str, timeout: int = 1800) -> subprocess.CompletedProcess:

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import nbformat
 
-REPO = Path(__file__).resolve().parent.parent
+from autograder.course import EXERCISES, SOLUTIONS
+
 MARKERS = ("### BEGIN SOLUTION", "### END SOLUTION")
 
 
@@ -23,7 +24,7 @@ def load(path: Path) -> nbformat.NotebookNode:
 
 def solution_sources(assignment: str, notebook: str) -> dict[str, str]:
     """The source of every solution cell of a source notebook, by cell id, without the markers."""
-    source = load(REPO / "solutions" / assignment / f"{notebook}.ipynb")
+    source = load(SOLUTIONS / assignment / f"{notebook}.ipynb")
     sources = {}
     for cell in source.cells:
         if cell.metadata.get("nbgrader", {}).get("solution"):
@@ -35,7 +36,7 @@ def solution_sources(assignment: str, notebook: str) -> dict[str, str]:
 def solved(assignment: str, notebook: str, edits: dict[str, list[tuple[str, str]]] | None = None,
            *, answers: bool = True) -> nbformat.NotebookNode:
     """The exercise with every solution cell filled in, then ``edits`` applied per cell id."""
-    exercise = copy.deepcopy(load(REPO / "exercises" / assignment / f"{notebook}.ipynb"))
+    exercise = copy.deepcopy(load(EXERCISES / assignment / f"{notebook}.ipynb"))
     sources = solution_sources(assignment, notebook)
     edits = dict(edits or {})
     for cell in exercise.cells:

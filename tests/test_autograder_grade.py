@@ -17,8 +17,9 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from autograder.course import EXERCISES, SOLUTIONS
 from conftest import run_autograder
-from submissions import REPO, solved, write
+from submissions import solved, write
 
 ASSIGNMENT, NOTEBOOK = "04-attention", "attention"
 AUTO_POINTS = 17.0
@@ -97,7 +98,7 @@ def graded_class(tmp_path_factory):
         write(notebook, submissions / student / ASSIGNMENT, NOTEBOOK)
 
     hand_in("solution", solved(ASSIGNMENT, NOTEBOOK))
-    hand_in("untouched", nbformat.read(REPO / "exercises" / ASSIGNMENT / f"{NOTEBOOK}.ipynb", as_version=4))
+    hand_in("untouched", nbformat.read(EXERCISES / ASSIGNMENT / f"{NOTEBOOK}.ipynb", as_version=4))
     hand_in("noisy-stderr", solved(ASSIGNMENT, NOTEBOOK, NOISY_EDITS))
     hand_in("torch-warning", solved(ASSIGNMENT, NOTEBOOK, TORCH_WARNING_EDITS))
     for student, (_, _, edits) in MISTAKES.items():
@@ -165,7 +166,7 @@ def test_each_mistake_costs_its_own_part_and_nothing_else(part_scores, student):
 
 def _hidden_test_lines() -> set[str]:
     """Every distinctive line of hidden test code that a student cannot see anywhere else."""
-    source = nbformat.read(REPO / "solutions" / ASSIGNMENT / f"{NOTEBOOK}.ipynb", as_version=4)
+    source = nbformat.read(SOLUTIONS / ASSIGNMENT / f"{NOTEBOOK}.ipynb", as_version=4)
     lines, hidden = set(), False
     for cell in source.cells:
         for line in cell.source.split("\n"):
