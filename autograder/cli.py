@@ -29,6 +29,13 @@ def _parser() -> argparse.ArgumentParser:
                        help="where the gradebook, grades.csv, parts.csv, feedback/ and grading.log go")
     grade.add_argument("--timeout", type=int, default=60, metavar="SECONDS",
                        help="time limit for one notebook cell (default 60)")
+    grade.add_argument("--notebook-timeout", type=int, default=600, metavar="SECONDS",
+                       help="time limit for one whole notebook (default 600)")
+    grade.add_argument("--memory-mb", type=int, default=4096, metavar="MiB",
+                       help="address-space limit of each student kernel (default 4096)")
+    grade.add_argument("--sandbox", choices=("auto", "root", "userns", "none"), default="auto",
+                       help="how to isolate student kernels (default: the strongest this machine allows; "
+                            "'none' grades on machines without namespaces, with the gaps logged)")
     grade.add_argument("--replace", action="store_true",
                        help="replace the graded class already in --out (its manual grades are lost)")
     grade.add_argument("-v", "--verbose", action="store_true", help="print nbgrader's own log too")
@@ -68,7 +75,12 @@ def main(argv: list[str] | None = None) -> int:
         _log_to(logging.DEBUG if args.verbose else logging.INFO, args.out / "grading.log")
         log.info("=== grading %s: submissions %s, out %s, started %s", args.assignment, args.submissions,
                  args.out, time.strftime("%Y-%m-%d %H:%M:%S"))
-        run = grade(args.assignment, args.submissions, args.out, timeout=args.timeout, replace=args.replace)
+        from autograder.sandbox import Limits
+
+        limits = Limits(memory_mb=args.memory_mb, cpu_seconds=args.notebook_timeout + 60)
+        run = grade(args.assignment, args.submissions, args.out, timeout=args.timeout,
+                    notebook_timeout=args.notebook_timeout, replace=args.replace, sandbox_mode=args.sandbox,
+                    limits=limits)
         return 0 if all(s.status != "failed" for s in run.submissions) else 3
     except CourseError as error:
         log.error("%s", error)

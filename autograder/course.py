@@ -53,10 +53,11 @@ def gradebook_url(root: Path) -> str:
     return f"sqlite:///{root / 'gradebook.db'}"
 
 
-def nbgrader_config(root: Path, *, timeout: int = 60) -> Config:
+def nbgrader_config(root: Path, *, timeout: int = 60, notebook_timeout: int = 600) -> Config:
     """The nbgrader configuration for a course directory at ``root``.
 
-    ``timeout`` is the limit in seconds for one cell when grading.
+    ``timeout`` is the limit in seconds for one cell when grading, ``notebook_timeout``
+    for a whole notebook.  The solution's check records live in ``root/reference``.
     """
     # Imported here so that `import autograder.course` stays light.
     from autograder.preprocessors import autograde_preprocessors, feedback_preprocessors
@@ -70,8 +71,9 @@ def nbgrader_config(root: Path, *, timeout: int = 60) -> Config:
     config.CourseDirectory.submitted_directory = "submitted"
     config.CourseDirectory.autograded_directory = "autograded"
     config.CourseDirectory.feedback_directory = "feedback"
-    config.ExecutePreprocessor.timeout = timeout
-    config.ExecutePreprocessor.kernel_name = "python3"
+    config.Execute.timeout = timeout
+    config.SandboxedExecute.notebook_timeout = notebook_timeout
+    config.TrustedVerdicts.reference_dir = str(root / "reference")
     # Students may delete a test cell; nbgrader puts it back from the gradebook.
     config.OverwriteCells.add_missing_cells = True
     config.Autograde.autograde_preprocessors = autograde_preprocessors()

@@ -12,7 +12,13 @@ they are complete:
 - submissions are copied, never moved or edited, and their hashes are
   checked again after grading;
 - every problem is logged with the student, the notebook and the cause, and
-  the submissions that need a human look are flagged in the log and the summary.
+  the submissions that need a human look are flagged in the log and the summary;
+- every kernel runs in a sandbox (:mod:`autograder.sandbox`): no network, no
+  access to the solutions, the gradebook or other submissions, limits on
+  time, memory, processes and output; what the machine cannot provide is
+  logged as a missing protection;
+- scores come from the grader: each test cell's checks are compared with the
+  instructor's solution outside the student's kernel (:mod:`autograder.verdicts`).
 
 Output (``--out``)::
 
@@ -27,7 +33,9 @@ from __future__ import annotations
 
 import csv
 import hashlib
+import json
 import logging
+import os
 import re
 import shutil
 import time
@@ -35,6 +43,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from autograder import sandbox
 from autograder.course import COURSE_ID, SOLUTIONS, CourseError, gradebook_url, nbgrader_config, source_notebooks
 from autograder.generate import IGNORED, run_generate_assignment
 
@@ -73,7 +82,11 @@ class GradingRun:
     submissions_dir: Path
     out: Path
     timeout: int = 60
+    notebook_timeout: int = 600
     replace: bool = False
+    sandbox_mode: str = "auto"
+    limits: sandbox.Limits = field(default_factory=sandbox.Limits)
+    drop_user: bool = True
     staging: Path | None = None
     submissions: list[Submission] = field(default_factory=list)
     hashes: dict[Path, str] = field(default_factory=dict)
@@ -88,7 +101,15 @@ class GradingRun:
         return gradebook_url(self.course)
 
     def config(self):
-        return nbgrader_config(self.course, timeout=self.timeout)
+        return nbgrader_config(self.course, timeout=self.timeout, notebook_timeout=self.notebook_timeout)
+
+    def sandbox_session(self, role: str, files: list[Path]):
+        from autograder.execute import SandboxSession
+
+        # Student code may read none of these: the solutions, every submission, every result.
+        hide = [SOLUTIONS.resolve(), self.submissions_dir.resolve(), self.out.resolve(), _jupyter_runtime_dir()]
+        return SandboxSession(mode=self.sandbox_mode, role=role, files=files, hide=hide, drop_user=self.drop_user,
+                              limits=self.limits)
 
     def handed_in(self) -> list[Submission]:
         return [s for s in self.submissions if s.status != "missing"]
@@ -110,6 +131,20 @@ def check_inputs(run: GradingRun) -> None:
             f"{run.out / 'course' / 'gradebook.db'} already holds a graded class; grading again would replace it "
             "and any manual grades in it. Choose a new --out folder, or pass --replace to discard it."
         )
+
+
+def set_up_sandbox(run: GradingRun) -> None:
+    """Choose the strongest sandbox this machine allows, and say loudly what it cannot protect."""
+    try:
+        run.sandbox_mode = sandbox.probe(run.sandbox_mode)
+    except ValueError as error:
+        raise CourseError(str(error)) from None
+    run.drop_user = run.sandbox_mode == "root" or (run.sandbox_mode == "none" and sandbox.can_drop_user(sandbox.SANDBOX_UID))
+    log.info("sandbox: mode %s%s; limits: %s; cell %d s, notebook %d s", run.sandbox_mode,
+             f", user id {sandbox.SANDBOX_UID}" if run.drop_user else "", run.limits, run.timeout,
+             run.notebook_timeout)
+    for missing in sandbox.missing_protections(run.sandbox_mode, run.drop_user):
+        log.warning("SANDBOX PROTECTION MISSING: %s", missing)
 
 
 def find_submissions(run: GradingRun) -> None:
@@ -142,6 +177,8 @@ def _find_notebooks(run: GradingRun, submission: Submission) -> Submission:
             submission.flag(f"{path}: a link, not a notebook; scored 0")
         elif not path.is_file():
             submission.flag(f"{path}: missing; scored 0")
+        elif problem := _unreadable(path):
+            submission.flag(f"{path}: {problem}; scored 0")
         else:
             submission.notebooks.append(path)
     if not submission.notebooks:
@@ -149,14 +186,36 @@ def _find_notebooks(run: GradingRun, submission: Submission) -> Submission:
     return submission
 
 
+def _unreadable(path: Path) -> str | None:
+    """Why ``path`` is not a notebook nbgrader can read, or ``None``."""
+    import nbformat
+
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as error:
+        return f"not UTF-8 text (byte {error.start})"
+    try:
+        notebook = nbformat.reads(text, as_version=4)
+        nbformat.validate(notebook)
+    except Exception as error:  # json and nbformat raise many kinds
+        return f"not a valid notebook ({type(error).__name__}: {str(error).splitlines()[0][:200]})"
+    return None
+
+
 def _sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def _files_of(run: GradingRun):
+    """Every regular file in the submission folders, links not followed."""
     for submission in run.submissions:
         if submission.folder.is_dir() and not submission.folder.is_symlink():
-            yield from (p for p in sorted(submission.folder.rglob("*")) if p.is_file() and not p.is_symlink())
+            for folder, folders, files in os.walk(submission.folder):
+                folders.sort()
+                for name in sorted(files):
+                    path = Path(folder) / name
+                    if path.is_file() and not path.is_symlink():
+                        yield path
 
 
 def hash_submissions(run: GradingRun) -> None:
@@ -170,10 +229,10 @@ def prepare_course(run: GradingRun) -> None:
     run.staging = run.out / f".staging-{time.strftime('%Y%m%d-%H%M%S')}-{id(run) % 10_000:04d}"
     run.staging.mkdir()
     shutil.copytree(SOLUTIONS / run.assignment, run.course / "source" / run.assignment, ignore=IGNORED)
-    _write_course_config(run.course, run.timeout)
+    _write_course_config(run.course, run.timeout, run.notebook_timeout)
 
 
-def _write_course_config(course: Path, timeout: int) -> None:
+def _write_course_config(course: Path, timeout: int, notebook_timeout: int) -> None:
     # The same configuration as the grader's (one source: autograder.course.nbgrader_config),
     # computed from the file's own folder so that it still holds after the folder is moved.
     (course / "nbgrader_config.py").write_text(
@@ -182,7 +241,8 @@ def _write_course_config(course: Path, timeout: int) -> None:
         "from pathlib import Path\n\n"
         "from autograder.course import nbgrader_config\n\n"
         "c = get_config()  # noqa: F821\n"
-        f"c.merge(nbgrader_config(Path(__file__).resolve().parent, timeout={timeout}))\n",
+        f"c.merge(nbgrader_config(Path(__file__).resolve().parent, timeout={timeout}, "
+        f"notebook_timeout={notebook_timeout}))\n",
         encoding="utf-8",
     )
 
@@ -190,6 +250,30 @@ def _write_course_config(course: Path, timeout: int) -> None:
 def register_assignment(run: GradingRun) -> None:
     """nbgrader's generate_assignment: records the cells, points and checksums in the gradebook."""
     run_generate_assignment(run.course, run.assignment)
+
+
+def record_reference(run: GradingRun) -> None:
+    """Run the solution once in the sandbox; its check records are what students are compared with."""
+    from autograder.execute import SandboxedExecute
+    from autograder.verdicts import reference_records
+
+    import nbformat
+
+    folder = run.course / "reference"
+    folder.mkdir()
+    for path in sorted((run.course / "source" / run.assignment).glob("*.ipynb")):
+        notebook = nbformat.read(str(path), as_version=4)
+        with run.sandbox_session("reference", []) as kernel_config:
+            config = run.config()
+            config.merge(kernel_config)
+            executed, _ = SandboxedExecute(config=config).preprocess(notebook, {"metadata": {"path": str(path.parent)}})
+        try:
+            records = reference_records(executed)
+        except ValueError as error:
+            raise CourseError(f"{SOLUTIONS / run.assignment / path.name}: {error}") from None
+        (folder / f"{path.stem}.json").write_text(json.dumps(records), encoding="utf-8")
+        log.info("reference: %s, %d test cells, %d checks", path.name, len(records),
+                 sum(len(r) for r in records.values()))
 
 
 def collect_submissions(run: GradingRun) -> None:
@@ -211,19 +295,44 @@ def autograde(run: GradingRun) -> None:
     """nbgrader's autograde, one student at a time; a failure is logged and flagged, and grading goes on."""
     from nbgrader.apps import NbGraderAPI
 
-    api = NbGraderAPI(config=run.config())
     for submission in run.handed_in():
         start = time.perf_counter()
-        result = api.autograde(run.assignment, submission.student, force=True, create=True)
+        submitted = run.course / "submitted" / submission.student / run.assignment
+        with run.sandbox_session("student", sorted(submitted.glob("*.ipynb"))) as kernel_config:
+            config = run.config()
+            config.merge(kernel_config)
+            result = NbGraderAPI(config=config).autograde(run.assignment, submission.student, force=True,
+                                                          create=True)
         submission.seconds = time.perf_counter() - start
         if result["success"]:
             submission.status = "graded"
+            _log_stopped_kernels(run, submission)
         else:
             submission.status = "failed"
             reason = (result.get("error") or result.get("log") or "no message").strip().splitlines()[-1]
             submission.flag(f"{run.assignment}: nbgrader autograde failed ({reason})")
             log.debug("%s: nbgrader log:\n%s", submission.student, result.get("log", ""))
     _read_scores(run)
+
+
+def _log_stopped_kernels(run: GradingRun, submission: Submission) -> None:
+    """Say which notebooks stopped early (a kernel that died, a time limit): the score counts what ran."""
+    import nbformat
+
+    folder = run.course / "autograded" / submission.student / run.assignment
+    for path in sorted(folder.glob("*.ipynb")):
+        for cell in nbformat.read(str(path), as_version=4).cells:
+            stops = [o.evalue for o in cell.get("outputs", [])
+                     if o.output_type == "error" and o.ename == "KernelStopped"]
+            if stops:
+                submission.flag(f"{path.name}: {stops[0]}; later cells were not run", review=False)
+                break
+
+
+def _jupyter_runtime_dir() -> Path:
+    from jupyter_core.paths import jupyter_runtime_dir
+
+    return Path(jupyter_runtime_dir()).resolve()
 
 
 def _read_scores(run: GradingRun) -> None:
@@ -324,10 +433,12 @@ def summarize(run: GradingRun) -> None:
 
 STEPS: list[Callable[[GradingRun], None]] = [
     check_inputs,
+    set_up_sandbox,
     find_submissions,
     hash_submissions,
     prepare_course,
     register_assignment,
+    record_reference,
     collect_submissions,
     autograde,
     generate_feedback,
@@ -338,10 +449,12 @@ STEPS: list[Callable[[GradingRun], None]] = [
 ]
 
 
-def grade(assignment: str, submissions: Path, out: Path, *, timeout: int = 60, replace: bool = False) -> GradingRun:
+def grade(assignment: str, submissions: Path, out: Path, *, timeout: int = 60, notebook_timeout: int = 600,
+          replace: bool = False, sandbox_mode: str = "auto", limits: sandbox.Limits | None = None) -> GradingRun:
     """Run :data:`STEPS` in order; on any error the staging folder is removed and nothing is published."""
     run = GradingRun(assignment=assignment, submissions_dir=Path(submissions), out=Path(out),
-                     timeout=timeout, replace=replace)
+                     timeout=timeout, notebook_timeout=notebook_timeout, replace=replace, sandbox_mode=sandbox_mode,
+                     limits=limits or sandbox.Limits(cpu_seconds=notebook_timeout + 60))
     try:
         for step in STEPS:
             log.debug("step %s", step.__name__)

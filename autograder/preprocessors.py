@@ -1,4 +1,4 @@
-"""nbgrader preprocessors this course adds to the autograde step."""
+"""The nbgrader preprocessors this course uses for autograding and feedback."""
 from __future__ import annotations
 
 from nbconvert.preprocessors import ClearMetadataPreprocessor, CSSHTMLHeaderPreprocessor
@@ -7,14 +7,17 @@ from nbgrader.preprocessors import (
     AssignLatePenalties,
     CheckCellMetadata,
     ClearHiddenTests,
-    Execute,
     GetGrades,
     LimitOutput,
     NbGraderPreprocessor,
     SaveAutoGrades,
 )
 
+from autograder.execute import SandboxedExecute
+from autograder.verdicts import HIDDEN_MARKER, TrustedVerdicts
+
 STDERR_HEADER = "[stderr, not counted against the grade]\n"
+SCRUBBED = "[a line of the hidden tests was removed here]"
 
 
 class KeepStderrVisible(NbGraderPreprocessor):
@@ -22,8 +25,8 @@ class KeepStderrVisible(NbGraderPreprocessor):
 
     nbgrader scores a test cell 0 when it writes anything to stderr, so a correct
     solution that makes PyTorch print a warning loses the points.  A test fails
-    by raising, never by printing, so the text is kept (marked) for the
-    feedback and the score depends on the exceptions alone.
+    by its verdict, never by printing, so the text is kept (marked) for the
+    feedback and the score depends on the verdict alone.
     """
 
     def preprocess_cell(self, cell, resources, cell_index):
@@ -36,14 +39,15 @@ class KeepStderrVisible(NbGraderPreprocessor):
 
 
 def autograde_preprocessors() -> list[type]:
-    """nbgrader's autograde steps, in nbgrader's order, with stderr kept visible.
+    """nbgrader's autograde steps, in nbgrader's order, with three changes.
 
-    :class:`KeepStderrVisible` takes the place of nbgrader's ``IgnorePattern``
-    (which drops stderr matching one pattern) right after execution and
-    before the scores are saved.
+    - :class:`SandboxedExecute` runs the notebook in a sandboxed kernel;
+    - :class:`TrustedVerdicts` decides each test cell from its records, in the grader;
+    - :class:`KeepStderrVisible` takes the place of nbgrader's ``IgnorePattern``.
     """
     return [
-        Execute,
+        SandboxedExecute,
+        TrustedVerdicts,
         KeepStderrVisible,
         ClearMetadataPreprocessor,
         LimitOutput,
@@ -53,26 +57,57 @@ def autograde_preprocessors() -> list[type]:
     ]
 
 
-class HideHiddenTestTracebacks(NbGraderPreprocessor):
-    """Cut the tracebacks of hidden test cells down to their last line.
+def hidden_lines(nb) -> set[str]:
+    """Every line of hidden test code in ``nb`` that is long enough to be recognised."""
+    lines = set()
+    for cell in nb.cells:
+        inside = False
+        for line in cell.source.splitlines():
+            stripped = line.strip()
+            if stripped == HIDDEN_MARKER:
+                inside = True
+            elif stripped == "### END HIDDEN TESTS":
+                inside = False
+            elif inside and len(stripped) >= 12:
+                lines.add(stripped)
+    return lines
 
-    nbgrader's ``ClearHiddenTests`` removes the hidden code from a cell's
-    source, but a failing hidden test's traceback quotes the lines around the
-    failure, and those lines are hidden test code (nbgrader #917, #1363).  The
-    student keeps the exception and its message, which the course's checks
-    write to say what is wrong.
+
+def scrub(text: str, lines: set[str]) -> str:
+    return "\n".join(SCRUBBED if any(hidden in line for hidden in lines) else line for line in text.split("\n"))
+
+
+class ScrubHiddenTests(NbGraderPreprocessor):
+    """Remove every quotation of hidden test code from the outputs of every cell.
+
+    Hidden test cells already show only their verdict (:class:`TrustedVerdicts`),
+    but student code that runs later can print what it saw of them (IPython
+    keeps the source of every cell it ran).  nbgrader's ``ClearHiddenTests``
+    cleans sources only (nbgrader #917, #1363).
     """
 
-    begin_marker = "### BEGIN HIDDEN TESTS"
+    def preprocess(self, nb, resources):
+        self._lines = hidden_lines(nb)
+        return super().preprocess(nb, resources)
 
     def preprocess_cell(self, cell, resources, cell_index):
-        if cell.cell_type == "code" and utils.is_grade(cell) and self.begin_marker in cell.source:
-            for output in cell.outputs:
-                if output.output_type == "error":
-                    output.traceback = [f"{output.ename}: {output.evalue}" if output.evalue else output.ename]
+        if cell.cell_type != "code" or not self._lines:
+            return cell, resources
+        for output in cell.outputs:
+            if output.output_type == "stream":
+                output.text = scrub(output.text, self._lines)
+            elif output.output_type == "error":
+                output.evalue = scrub(output.evalue, self._lines)
+                output.traceback = [scrub(line, self._lines) for line in output.traceback]
+            else:
+                for mime, value in output.get("data", {}).items():
+                    if isinstance(value, str):
+                        output.data[mime] = scrub(value, self._lines)
+                    elif isinstance(value, list):
+                        output.data[mime] = [scrub(v, self._lines) for v in value]
         return cell, resources
 
 
 def feedback_preprocessors() -> list[type]:
-    """nbgrader's feedback steps with the hidden tests removed from sources and tracebacks."""
-    return [GetGrades, HideHiddenTestTracebacks, ClearHiddenTests, CSSHTMLHeaderPreprocessor]
+    """nbgrader's feedback steps with hidden test code removed from outputs as well as sources."""
+    return [GetGrades, ScrubHiddenTests, ClearHiddenTests, CSSHTMLHeaderPreprocessor]

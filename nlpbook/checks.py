@@ -1,42 +1,66 @@
-"""Assertions for exercise tests that tell the student what is wrong.
+"""Assertions for exercise tests that tell the student what is wrong, and that the grader can trust.
 
 A bare ``AssertionError`` teaches nothing.  These helpers say which
 quantity is off, what was expected, and by how much, for example::
 
     output has shape (2, 5, 8); expected (2, 4, 8): check which axis you sum over
 
-They are shared by the visible tests in every exercise notebook.
+While a notebook is graded (``NLPBOOK_GRADING`` is ``student`` or
+``reference``), every check made by a test cell is also sent out of the
+kernel as a *record*: a display output of type :data:`CHECK_MIME` holding the
+student's value as plain numbers.  The grader compares these values with the
+records of the instructor's solution, outside the student's kernel (see
+``autograder.verdicts``), so nothing the student's code does inside its own
+process (patching ``torch.allclose``, objects whose ``==`` is always true,
+hiding tracebacks) changes a score.
+
+Expected values may be given as a function of no arguments (``lambda:
+reference(x)``).  While a student's notebook is graded such a function is
+never called: the expected value never exists in the student's kernel, so
+student code cannot read it from the caller's frame or tamper with it.
 """
 from __future__ import annotations
 
+import base64
+import os
+import sys
+from typing import Any, Callable
+
 import torch
+
+GRADING_ENV = "NLPBOOK_GRADING"
+CHECK_MIME = "application/vnd.nlpbook.check+json"
+_NOT_COMPUTED = object()
+
+
+# --------------------------------------------------------------- checks
 
 
 def expect_tensor(value, name: str) -> torch.Tensor:
     """``value`` must be a torch.Tensor (not a list, array or None)."""
-    if not isinstance(value, torch.Tensor):
-        raise AssertionError(f"{name} should be a torch.Tensor, got {type(value).__name__}")
+    _record("tensor", name, isinstance(value, torch.Tensor), True)
+    check_tensor(value, name)
     return value
 
 
 def expect_shape(value, shape: tuple[int, ...], name: str, hint: str = "") -> None:
     """``value`` must be a tensor of exactly ``shape``."""
-    expect_tensor(value, name)
-    if tuple(value.shape) != tuple(shape):
-        message = f"{name} has shape {tuple(value.shape)}; expected {tuple(shape)}"
-        raise AssertionError(f"{message}: {hint}" if hint else message)
+    _record("shape", name, _shape_of(value), list(shape), hint=hint)
+    check_shape(value, shape, name, hint)
 
 
 def expect_dtype(value, dtype: torch.dtype, name: str) -> None:
     """``value`` must be a tensor of ``dtype``."""
-    expect_tensor(value, name)
+    _record("dtype", name, str(value.dtype) if isinstance(value, torch.Tensor) else None, str(dtype))
+    check_tensor(value, name)
     if value.dtype != dtype:
         raise AssertionError(f"{name} has dtype {value.dtype}; expected {dtype}")
 
 
 def expect_finite(value, name: str, hint: str = "") -> None:
     """``value`` must hold no NaN or infinity."""
-    expect_tensor(value, name)
+    _record("finite", name, _all_finite(value), True, hint=hint)
+    check_tensor(value, name)
     bad = ~torch.isfinite(value)
     if bad.any():
         where = tuple(bad.nonzero()[0].tolist())
@@ -46,9 +70,59 @@ def expect_finite(value, name: str, hint: str = "") -> None:
 
 def expect_close(actual, expected, name: str, *, atol: float = 1e-5, rtol: float = 1e-4,
                  hint: str = "") -> None:
-    """``actual`` must have ``expected``'s shape and match it within ``atol + rtol * |expected|``."""
+    """``actual`` must have ``expected``'s shape and match it within ``atol + rtol * |expected|``.
+
+    ``expected`` is a tensor, something ``torch.as_tensor`` takes, or a
+    function of no arguments that returns one (see the module's notes).
+    """
+    expected = _resolve(expected)
+    _record("close", name, actual, expected, atol=atol, rtol=rtol, hint=hint)
+    if expected is not _NOT_COMPUTED:
+        compare_close(actual, expected, name, atol=atol, rtol=rtol, hint=hint)
+
+
+def expect_true(condition, message: str) -> None:
+    """A yes-or-no property (``isinstance``, a flag); ``message`` says what should hold."""
+    value = _truth(condition)
+    _record("true", message, value, True)
+    if not value:
+        raise AssertionError(message)
+
+
+def expect_raises(exception: type[BaseException], function: Callable[[], Any], message: str) -> None:
+    """``function()`` must raise ``exception``; ``message`` says when."""
+    try:
+        function()
+    except exception:
+        raised = True
+    except Exception:
+        raised = False
+    else:
+        raised = False
+    _record("true", message, raised, True)
+    if not raised:
+        raise AssertionError(message)
+
+
+# ------------------------------------------------- comparisons (no records)
+
+
+def check_tensor(value, name: str) -> None:
+    if not isinstance(value, torch.Tensor):
+        raise AssertionError(f"{name} should be a torch.Tensor, got {type(value).__name__}")
+
+
+def check_shape(value, shape, name: str, hint: str = "") -> None:
+    check_tensor(value, name)
+    if tuple(value.shape) != tuple(shape):
+        message = f"{name} has shape {tuple(value.shape)}; expected {tuple(shape)}"
+        raise AssertionError(f"{message}: {hint}" if hint else message)
+
+
+def compare_close(actual, expected, name: str, *, atol: float = 1e-5, rtol: float = 1e-4, hint: str = "") -> None:
+    """The comparison of :func:`expect_close`, also run by the grader on recorded values."""
     expected = torch.as_tensor(expected)
-    expect_shape(actual, tuple(expected.shape), name, hint)
+    check_shape(actual, tuple(expected.shape), name, hint)
     actual_values = actual.detach().to("cpu", torch.float64)
     expected_values = expected.detach().to("cpu", torch.float64)
     # Equal values (the same infinity included) and NaN against NaN match. An
@@ -66,3 +140,91 @@ def expect_close(actual, expected, name: str, *, atol: float = 1e-5, rtol: float
             f"expected {expected_values[index].item():.6g}"
         )
         raise AssertionError(f"{message}: {hint}" if hint else message)
+
+
+# --------------------------------------------------------------- records
+
+
+def grading_role() -> str:
+    """``student``, ``reference``, or ``""`` outside grading."""
+    role = os.environ.get(GRADING_ENV, "")
+    return role if role in ("student", "reference") else ""
+
+
+def _resolve(expected):
+    if callable(expected) and not isinstance(expected, torch.Tensor):
+        return _NOT_COMPUTED if grading_role() == "student" else expected()
+    return expected
+
+
+def _shape_of(value):
+    return list(value.shape) if isinstance(value, torch.Tensor) else None
+
+
+def _all_finite(value):
+    return bool(torch.isfinite(value).all()) if isinstance(value, torch.Tensor) else None
+
+
+def _truth(condition) -> bool:
+    try:
+        return bool(condition)
+    except Exception:
+        return False
+
+
+def encode(value, *, strict: bool = False) -> dict:
+    """A JSON form of ``value`` that holds plain numbers only (tensors as float64 bytes).
+
+    ``strict``: only a real tensor is encoded as one (a student's list stays "not a tensor").
+    """
+    if strict and not isinstance(value, torch.Tensor):
+        return {"invalid": type(value).__name__}
+    if value is None or isinstance(value, (bool, str, list)):
+        return {"value": value}
+    try:
+        tensor = value if isinstance(value, torch.Tensor) else torch.as_tensor(value)
+        tensor = tensor.detach().to("cpu", torch.float64).contiguous()
+    except Exception:
+        return {"invalid": type(value).__name__}
+    return {"shape": list(tensor.shape), "data": base64.b64encode(tensor.numpy().tobytes()).decode("ascii")}
+
+
+def decode(encoded: dict):
+    """The inverse of :func:`encode`; ``ValueError`` for anything malformed."""
+    if not isinstance(encoded, dict):
+        raise ValueError("a record value must be an object")
+    if "value" in encoded:
+        return encoded["value"]
+    if "invalid" in encoded:
+        raise ValueError(f"not a tensor (a {encoded['invalid']})")
+    shape, data = encoded.get("shape"), base64.b64decode(encoded.get("data", ""), validate=True)
+    if not isinstance(shape, list) or not all(isinstance(n, int) and n >= 0 for n in shape):
+        raise ValueError("malformed shape")
+    count = 1
+    for n in shape:
+        count *= n
+    if count * 8 != len(data):
+        raise ValueError("data does not match the shape")
+    return torch.frombuffer(bytearray(data), dtype=torch.float64).reshape(shape)
+
+
+def _called_from_test_cell() -> bool:
+    """Whether the check was called by the running cell's own code (a test), not by a function
+    defined in another cell (the student's code, which may use these helpers too)."""
+    caller = sys._getframe(3).f_code.co_filename  # _record <- expect_* <- caller
+    frame = sys._getframe(3)
+    while frame is not None and frame.f_code.co_name != "<module>":
+        frame = frame.f_back
+    return frame is not None and frame.f_code.co_filename == caller
+
+
+def _record(kind: str, name: str, actual, expected, **details) -> None:
+    role = grading_role()
+    if not role or not _called_from_test_cell():
+        return
+    from IPython.display import display
+
+    record = {"kind": kind, "name": name, "actual": encode(actual, strict=kind == "close")}
+    if role == "reference":
+        record.update(expected=encode(expected), **details)
+    display({CHECK_MIME: record}, raw=True)

@@ -1,6 +1,6 @@
-from nbformat.v4 import new_code_cell, new_output
+from nbformat.v4 import new_code_cell, new_notebook, new_output
 
-from autograder.preprocessors import STDERR_HEADER, HideHiddenTestTracebacks, KeepStderrVisible
+from autograder.preprocessors import SCRUBBED, STDERR_HEADER, KeepStderrVisible, ScrubHiddenTests
 
 
 def _grade_cell(source, outputs):
@@ -23,10 +23,20 @@ def test_stderr_outside_test_cells_and_errors_are_left_alone():
     assert cell.outputs[0].output_type == "error"
 
 
-def test_hidden_test_tracebacks_keep_only_the_exception_line():
-    error = new_output("error", ename="AssertionError", evalue="probs differ", traceback=["secret = 1", "line"])
-    cell = _grade_cell("### BEGIN HIDDEN TESTS\nsecret = 1\n### END HIDDEN TESTS", [error])
-    cell, _ = HideHiddenTestTracebacks().preprocess_cell(cell, {}, 0)
-    assert cell.outputs[0].traceback == ["AssertionError: probs differ"]
-    visible = _grade_cell("assert False", [new_output("error", ename="E", evalue="", traceback=["assert False"])])
-    assert HideHiddenTestTracebacks().preprocess_cell(visible, {}, 0)[0].outputs[0].traceback == ["assert False"]
+def test_quotations_of_hidden_tests_are_scrubbed_from_every_output():
+    hidden = _grade_cell("# Hidden tests\n### BEGIN HIDDEN TESTS\n_secret_value = compute(42)\nok = 1\n"
+                         "### END HIDDEN TESTS", [])
+    leak = "  _secret_value = compute(42)  "
+    student = new_code_cell("print(In)", outputs=[
+        new_output("stream", name="stdout", text=f"before\n{leak}\nafter\n"),
+        new_output("error", ename="E", evalue=leak, traceback=[leak]),
+        new_output("display_data", data={"text/plain": leak, "text/html": [leak]}),
+    ])
+    nb, _ = ScrubHiddenTests().preprocess(new_notebook(cells=[hidden, student]), {})
+    outputs = nb.cells[1].outputs
+    assert outputs[0].text == f"before\n{SCRUBBED}\nafter\n"
+    assert outputs[1].evalue == SCRUBBED and outputs[1].traceback == [SCRUBBED]
+    assert outputs[2].data["text/plain"] == SCRUBBED and outputs[2].data["text/html"] == [SCRUBBED]
+    # Short lines ("ok = 1") are too common to scrub: they would eat honest output.
+    nb.cells[1].outputs = [new_output("stream", name="stdout", text="ok = 1\n")]
+    assert ScrubHiddenTests().preprocess(nb, {})[0].cells[1].outputs[0].text == "ok = 1\n"

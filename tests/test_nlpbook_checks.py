@@ -36,3 +36,67 @@ def test_messages_name_the_quantity_and_the_hint():
 def test_shape_is_checked_before_values():
     with pytest.raises(AssertionError, match="has shape"):
         expect_close(torch.zeros(2), torch.zeros(3), "x")
+
+
+# ----------------------------------------------------------- records for the grader
+
+import IPython.display  # noqa: E402
+
+from nlpbook import checks  # noqa: E402
+
+
+def _run_as_cell(code, namespace, filename):
+    """Run ``code`` the way IPython runs a cell: module-level code with a file name of its own."""
+    exec(compile(code, filename, "exec"), namespace)
+
+
+@pytest.fixture
+def shown(monkeypatch):
+    records = []
+    monkeypatch.setattr(IPython.display, "display", lambda data, raw: records.append(data[checks.CHECK_MIME]))
+    return records
+
+
+def test_no_records_outside_grading(shown, monkeypatch):
+    monkeypatch.delenv(checks.GRADING_ENV, raising=False)
+    _run_as_cell("expect_close(torch.ones(2), torch.ones(2), 'x')", {"torch": torch, "expect_close": expect_close},
+                 "cell-1")
+    assert shown == []
+
+
+def test_a_student_run_records_values_but_never_computes_a_lazy_expected_value(shown, monkeypatch):
+    monkeypatch.setenv(checks.GRADING_ENV, "student")
+    called = []
+    namespace = {"torch": torch, "expect_close": expect_close, "expect_shape": expect_shape,
+                 "reference": lambda: called.append(1) or torch.zeros(2)}
+    _run_as_cell("expect_close(torch.ones(2), reference, 'x')\nexpect_shape(torch.ones(2, 3), (2, 3), 'y')",
+                 namespace, "cell-1")
+    assert called == []  # and the wrong value did not raise in the kernel: the grader judges it
+    assert [(r["kind"], r["name"]) for r in shown] == [("close", "x"), ("shape", "y")]
+    assert "expected" not in shown[0]
+    assert checks.decode(shown[0]["actual"]).tolist() == [1.0, 1.0]
+
+
+def test_a_reference_run_records_expected_values_and_tolerances(shown, monkeypatch):
+    monkeypatch.setenv(checks.GRADING_ENV, "reference")
+    _run_as_cell("expect_close(torch.ones(2), lambda: torch.ones(2), 'x', atol=0.5)",
+                 {"torch": torch, "expect_close": expect_close}, "cell-1")
+    assert shown[0]["atol"] == 0.5 and checks.decode(shown[0]["expected"]).tolist() == [1.0, 1.0]
+
+
+def test_checks_inside_student_functions_defined_in_another_cell_are_not_recorded(shown, monkeypatch):
+    monkeypatch.setenv(checks.GRADING_ENV, "student")
+    namespace = {"torch": torch, "expect_shape": expect_shape}
+    _run_as_cell("def solution(x):\n    expect_shape(x, (2,), 'input')\n    return x", namespace, "cell-1")
+    _run_as_cell("def helper():\n    expect_shape(solution(torch.ones(2)), (2,), 'output')\nhelper()",
+                 namespace, "cell-2")
+    assert [r["name"] for r in shown] == ["output"]
+
+
+def test_encode_keeps_plain_numbers_and_decode_rejects_malformed_data():
+    value = torch.tensor([[1.5, float("-inf")], [float("nan"), 0.0]])
+    assert torch.equal(checks.decode(checks.encode(value)).isnan(), value.isnan())
+    assert checks.encode([1, 2], strict=True) == {"invalid": "list"}
+    for bad in ({"shape": [3], "data": "AAAA"}, {"shape": ["x"], "data": ""}, {"invalid": "Fake"}, "text"):
+        with pytest.raises(ValueError):
+            checks.decode(bad)

@@ -1,0 +1,174 @@
+"""Running a notebook in a sandboxed kernel, with nbgrader's ``Execute`` as the base.
+
+:class:`SandboxSession` prepares one sandbox folder (sockets, a copy of the
+student's files, the settings for :mod:`autograder.sandbox`) and gives the
+configuration that points the kernel manager at it.
+:class:`SandboxedExecute` is nbgrader's execution step with the limits that
+must be enforced from the grader's side: a time limit for the whole notebook,
+a cap on the output kept in memory, and a clean stop (scored cells kept, the
+rest marked as not run) when the kernel dies or ignores an interrupt.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from jupyter_client.kernelspec import KernelSpec
+from jupyter_client.manager import AsyncKernelManager
+from jupyter_core.utils import run_sync
+from nbclient.exceptions import CellTimeoutError, DeadKernelError
+from nbformat.v4 import new_output
+from nbgrader.preprocessors import Execute
+from traitlets import Integer
+from traitlets.config import Config
+
+from autograder import sandbox
+from nlpbook.checks import CHECK_MIME, GRADING_ENV
+
+# The environment a kernel gets; nothing else of the grader's (tokens, database URLs) leaks in.
+PASSED_ENV = ("LANG", "LC_ALL", "LC_CTYPE", "NLPBOOK_PROFILE", "NLPBOOK_DEVICE", "NLPBOOK_PROGRESS",
+              "OMP_NUM_THREADS", "MKL_NUM_THREADS", "CUDA_VISIBLE_DEVICES")
+
+
+class SandboxKernelManager(AsyncKernelManager):
+    """A kernel manager whose kernel command is the sandbox launcher, whatever the notebook asks for."""
+
+    @property
+    def kernel_spec(self) -> KernelSpec:
+        return KernelSpec(argv=[sys.executable, "-I", "-m", "autograder.sandbox", "{connection_file}"],
+                          display_name="Python 3 (sandboxed)", language="python")
+
+
+def _error(ename: str, evalue: str):
+    return new_output("error", ename=ename, evalue=evalue, traceback=[f"{ename}: {evalue}"])
+
+
+class SandboxedExecute(Execute):
+    """nbgrader's ``Execute`` in a sandboxed kernel, with whole-notebook limits."""
+
+    notebook_timeout = Integer(600, help="Seconds the whole notebook may run.").tag(config=True)
+    max_output_bytes = Integer(1_000_000, help="Output kept per notebook; the rest is dropped.").tag(config=True)
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("kernel_manager_class", SandboxKernelManager)
+        super().__init__(*args, **kwargs)
+
+    def preprocess(self, nb, resources=None, km=None):
+        self._cell_timeout = self.timeout
+        self._deadline = time.monotonic() + self.notebook_timeout
+        self._stopped: str | None = None
+        self._output_bytes = 0
+        self._record_bytes = 0
+        self._truncated = False
+        return super().preprocess(nb, resources, km)
+
+    def preprocess_cell(self, cell, resources, index):
+        if cell.cell_type != "code" or not cell.source.strip():
+            return cell, resources
+        if self._stopped is None and time.monotonic() >= self._deadline:
+            self._stop(f"the notebook ran past its time limit of {self.notebook_timeout} s")
+        if self._stopped is not None:
+            cell.outputs = [_error("NotRun", f"not run: {self._stopped}")]
+            return cell, resources
+        self.timeout = max(1, min(self._cell_timeout, int(self._deadline - time.monotonic()) + 1))
+        try:
+            return super().preprocess_cell(cell, resources, index)
+        except DeadKernelError:
+            self._stop(f"the kernel died while cell {index} ran ({self._exit_status()})", kill=False)
+        except CellTimeoutError:
+            self._stop(f"cell {index} ran past its time limit of {self.timeout} s and ignored the interrupt")
+        cell.outputs.append(_error("KernelStopped", self._stopped))
+        return cell, resources
+
+    def _exit_status(self) -> str:
+        process = getattr(getattr(self.km, "provisioner", None), "process", None)
+        code = process.poll() if process is not None else None
+        if code is None:
+            return "no exit status"
+        return f"killed by signal {-code}" if code < 0 else f"exit status {code}"
+
+    def _stop(self, reason: str, kill: bool = True) -> None:
+        self._stopped = reason
+        self.log.warning("Stopping the notebook: %s", reason)
+        if kill and self.km is not None:
+            try:
+                run_sync(self.km.shutdown_kernel)(now=True)
+            except Exception as error:  # the kernel may be gone already
+                self.log.debug("shutdown after stop: %s", error)
+
+    def output(self, outs, msg, display_id, cell_index):
+        size = len(str(msg.get("content", "")))
+        is_record = msg["msg_type"] == "display_data" and CHECK_MIME in msg["content"].get("data", {})
+        if is_record:
+            # Check records are small; they get their own allowance so that a flood of
+            # printing cannot push a test's results out.
+            self._record_bytes += size
+            if self._record_bytes <= 10 * self.max_output_bytes:
+                return super().output(outs, msg, display_id, cell_index)
+            return None
+        self._output_bytes += size
+        if self._output_bytes <= self.max_output_bytes:
+            return super().output(outs, msg, display_id, cell_index)
+        if not self._truncated:
+            self._truncated = True
+            note = new_output("stream", name="stdout",
+                              text=f"\n[output truncated: more than {self.max_output_bytes} bytes]\n")
+            outs.append(note)
+        return None
+
+
+@dataclass
+class SandboxSession:
+    """One sandbox folder, for one notebook run: ``with SandboxSession(...) as config: ...``."""
+
+    mode: str
+    role: str  # "student" or "reference": how nlpbook.checks records
+    files: list[Path]
+    hide: list[Path]
+    drop_user: bool = True
+    limits: sandbox.Limits = field(default_factory=sandbox.Limits)
+    uid: int = sandbox.SANDBOX_UID
+    root: Path | None = None
+
+    def __enter__(self) -> Config:
+        self.root = Path(tempfile.mkdtemp(prefix="nlpbook-sandbox-"))
+        self.root.chmod(0o755)
+        ipc, files = self.root / "ipc", self.root / "files"
+        for folder in (ipc, files, self.root / "work"):
+            folder.mkdir()
+        for path in self.files:
+            shutil.copyfile(path, files / path.name)
+        if self.drop_user:
+            os.chown(ipc, self.uid, self.uid)
+        ipc.chmod(0o700)
+        env = {name: os.environ[name] for name in PASSED_ENV if name in os.environ}
+        env.update(PATH=f"{Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin", NLPBOOK_PROGRESS="0",
+                   PYTHONDONTWRITEBYTECODE="1", MPLBACKEND="Agg")
+        env[GRADING_ENV] = self.role
+        sandbox.SandboxSpec(mode=self.mode, uid=self.uid, drop_user=self.drop_user,
+                            hide=[str(p) for p in self.hide], expose=[str(p) for p in exposed_paths()],
+                            limits=self.limits, env=env).write(self.root)
+        config = Config()
+        config.KernelManager.transport = "ipc"
+        config.KernelManager.ip = str(ipc / "kernel")
+        return config
+
+    def __exit__(self, *exc) -> None:
+        if self.mode == "none" and self.drop_user:
+            sandbox.kill_user_processes(self.uid)
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+def exposed_paths() -> list[Path]:
+    """What the kernel must read: the Python installation, the environment and the repository."""
+    from autograder.course import REPO_ROOT
+
+    candidates = sorted({Path(sys.base_prefix).resolve(), Path(sys.prefix).resolve(), REPO_ROOT.resolve(),
+                         Path(sys.executable).resolve().parent.parent})
+    # Keep the outermost: a path inside another one comes with it.
+    return [p for p in candidates if not any(other != p and other in p.parents for other in candidates)]

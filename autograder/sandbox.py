@@ -1,0 +1,324 @@
+"""A sandbox for one student kernel: ``python -m autograder.sandbox CONNECTION_FILE [KERNEL_ARGS]``.
+
+The grader starts every kernel through this module (see
+:class:`autograder.execute.SandboxKernelManager`).  It reads the sandbox
+settings that the grader wrote next to the kernel's sockets and starts
+``ipykernel`` inside:
+
+- new Linux namespaces (``unshare``): no network (the kernel talks to the
+  grader over Unix sockets, not TCP), its own ``/proc`` and process tree,
+  its own mounts;
+- a file system where ``solutions/``, the gradebook and every submission
+  are covered by empty folders, ``/tmp``, ``/var/tmp`` and ``/dev/shm`` are
+  private, the Python installation and the repository are read-only, and the
+  only writable place is a size-limited scratch folder holding a copy of the
+  student's own notebook;
+- an unprivileged user id (when the grader runs as root), ``no_new_privs``,
+  and resource limits: memory, processes, open files, file size, CPU time.
+
+When the kernel exits, the namespace's first process exits with it and the
+kernel of the operating system kills every process left in the namespace.
+
+Three modes, chosen by :func:`probe`: ``root`` (namespaces and an
+unprivileged user id), ``userns`` (namespaces inside a user namespace, for
+graders who are not root; the kernel keeps the grader's own user id) and
+``none`` (no namespaces: only the limits and, as root, the user id).  What a
+mode cannot protect is listed by :func:`missing_protections` and logged.
+
+This module imports only the standard library: it runs before every kernel.
+"""
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import resource
+import shutil
+import signal
+import stat
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+SPEC_FILE = "sandbox.json"
+MODES = ("root", "userns", "none")
+NAMESPACE_FLAGS = ["--net", "--mount", "--pid", "--fork", "--kill-child", "--mount-proc", "--propagation", "private"]
+USER_NAMESPACE_FLAGS = ["--user", "--map-root-user"]
+PRIVATE_DIRS = ("/tmp", "/var/tmp", "/dev/shm")
+SANDBOX_UID = 61000  # no account has it: every process with this id belongs to a sandbox
+
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
+MS_REMOUNT, MS_BIND, MS_REC = 32, 4096, 16384
+PR_SET_NO_NEW_PRIVS = 38
+
+
+@dataclass
+class Limits:
+    """What one kernel may use.  ``cpu_seconds`` bounds the whole notebook's CPU time."""
+
+    memory_mb: int = 4096
+    processes: int = 256  # threads count too: PyTorch and the kernel start a few dozen
+    open_files: int = 1024
+    file_size_mb: int = 64
+    disk_mb: int = 512
+    cpu_seconds: int = 1800
+
+
+@dataclass
+class SandboxSpec:
+    """Everything the launcher needs, written by the grader as ``ROOT/sandbox.json``."""
+
+    mode: str
+    uid: int = SANDBOX_UID
+    drop_user: bool = True
+    hide: list[str] = field(default_factory=list)
+    expose: list[str] = field(default_factory=list)
+    limits: Limits = field(default_factory=Limits)
+    env: dict[str, str] = field(default_factory=dict)
+
+    def write(self, root: Path) -> None:
+        path = root / SPEC_FILE
+        path.write_text(json.dumps(asdict(self), indent=1), encoding="utf-8")
+        path.chmod(0o600)
+
+    @classmethod
+    def read(cls, root: Path) -> "SandboxSpec":
+        data = json.loads((root / SPEC_FILE).read_text(encoding="utf-8"))
+        data["limits"] = Limits(**data["limits"])
+        return cls(**data)
+
+
+# ------------------------------------------------------------ grader side
+
+def namespace_command(mode: str) -> list[str]:
+    """The ``unshare`` prefix for ``mode`` (empty for ``none``)."""
+    if mode == "root":
+        return ["unshare", *NAMESPACE_FLAGS, "--"]
+    if mode == "userns":
+        return ["unshare", *USER_NAMESPACE_FLAGS, *NAMESPACE_FLAGS, "--"]
+    return []
+
+
+def _works(command: list[str], **kwargs) -> bool:
+    try:
+        return subprocess.run(command, capture_output=True, timeout=60, **kwargs).returncode == 0
+    except (OSError, subprocess.SubprocessError):
+        return False
+
+
+def probe(requested: str = "auto") -> str:
+    """The strongest mode this machine allows, or ``requested`` if it works (``ValueError`` if not)."""
+    candidates = MODES if requested == "auto" else (requested,)
+    for mode in candidates:
+        if mode == "root" and os.geteuid() != 0:
+            continue
+        if mode == "none" or _works([*namespace_command(mode), "true"]):
+            return mode
+    raise ValueError(f"--sandbox {requested}: this machine cannot create the namespaces it needs "
+                     f"(`unshare` failed); use --sandbox auto or none")
+
+
+def can_drop_user(uid: int, python: str = sys.executable) -> bool:
+    """Whether Python still starts as ``uid`` outside any namespace (for mode ``none``)."""
+    if os.geteuid() != 0:
+        return False
+    return _works([python, "-I", "-c", "pass"], preexec_fn=lambda: (os.setgid(uid), os.setuid(uid)))
+
+
+def missing_protections(mode: str, drop_user: bool) -> list[str]:
+    """Plain words for every protection that ``mode`` does not give."""
+    missing = []
+    if mode == "userns":
+        missing.append("unprivileged user: the kernel runs with your own user id inside a user namespace, "
+                       "so files of yours outside the hidden folders stay readable (read-only)")
+        missing.append("process count limit: RLIMIT_NPROC would count all your processes, so it is not set; "
+                       "the process namespace still ends every process when the notebook ends")
+    if mode == "none":
+        missing.append("network isolation: the kernel can open network connections")
+        missing.append("hidden folders: solutions/, the gradebook and other submissions are protected "
+                       "by file permissions only")
+        missing.append("private /tmp and /proc: the kernel sees other processes and shared temporary files")
+        missing.append("process cleanup by namespace: leftover processes are killed by user id"
+                       if drop_user else "process cleanup: processes that leave the kernel's process group survive")
+        missing.append("disk quota: the scratch folder is on the grader's disk (file size is still limited)")
+        if not drop_user:
+            missing.append("unprivileged user: the kernel runs with the grader's user id")
+    return missing
+
+
+def kill_user_processes(uid: int) -> None:
+    """Kill every process of ``uid`` (mode ``none`` as root): ``kill(-1)`` sent as that user."""
+    if os.geteuid() != 0:
+        return
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - child
+        try:
+            os.setgid(uid)
+            os.setuid(uid)
+            for _ in range(3):
+                os.kill(-1, signal.SIGKILL)
+        except OSError:
+            pass
+        os._exit(0)
+    os.waitpid(pid, 0)
+
+
+# ------------------------------------------------------------ kernel side
+
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+def _mount(source: str | None, target: str, fstype: str | None, flags: int, data: str | None = None) -> None:
+    encode = lambda text: text.encode() if text is not None else None  # noqa: E731
+    if _libc.mount(encode(source), encode(target), encode(fstype), flags, encode(data)) != 0:
+        error = ctypes.get_errno()
+        raise OSError(error, f"sandbox: mount {source} on {target}: {os.strerror(error)}")
+
+
+def _locked_flags(path: str) -> int:
+    """Mount flags that a bind remount must keep (a user namespace may not drop them)."""
+    flags = os.statvfs(path).f_flag
+    return sum(ms for st, ms in ((os.ST_NOSUID, MS_NOSUID), (os.ST_NODEV, MS_NODEV),
+                                 (os.ST_NOEXEC, MS_NOEXEC)) if flags & st)
+
+
+def _bind_read_only(source: str, target: str) -> None:
+    _mount(source, target, None, MS_BIND | MS_REC)
+    _mount(None, target, None, MS_BIND | MS_REMOUNT | MS_RDONLY | _locked_flags(target))
+
+
+def _blocked_ancestor(path: Path) -> Path | None:
+    """The first folder above ``path`` that other users may not enter (``/root`` is the usual one)."""
+    for ancestor in reversed(path.parents):
+        if ancestor != Path("/") and not os.stat(ancestor).st_mode & stat.S_IXOTH:
+            return ancestor
+    return None
+
+
+def _same(a: str, b: str) -> bool:
+    try:
+        one, two = os.stat(a), os.stat(b)
+    except OSError:
+        return False
+    return (one.st_dev, one.st_ino) == (two.st_dev, two.st_ino)
+
+
+def build_file_system(spec: SandboxSpec, root: Path) -> None:
+    """Inside the new mount namespace: the kernel's view of the files (the cwd is ``root``).
+
+    Paths are bound to ``root/mnt/N`` before anything is covered; after the
+    covers they are reached again through the working folder, which still
+    points at the covered ``root`` (a bind from ``.`` ignores the covers).
+    """
+    expose = [Path(p) for p in spec.expose]
+    for index, path in enumerate(expose):
+        (root / "mnt" / str(index)).mkdir(parents=True, exist_ok=True)
+        _mount(str(path), f"mnt/{index}", None, MS_BIND | MS_REC)
+    for private in PRIVATE_DIRS:
+        if os.path.isdir(private):
+            _mount("tmpfs", private, "tmpfs", MS_NOSUID | MS_NODEV, f"mode=1777,size={spec.limits.disk_mb}m")
+    blocked = {ancestor for path in expose if (ancestor := _blocked_ancestor(path))}
+    for ancestor in sorted(blocked):
+        _mount("tmpfs", str(ancestor), "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=1m")
+    for index, path in enumerate(expose):
+        if not _same(str(path), f"mnt/{index}"):
+            path.mkdir(parents=True, exist_ok=True)
+        _bind_read_only(f"mnt/{index}", str(path))
+    for hidden in spec.hide:
+        if os.path.isdir(hidden):
+            _mount("tmpfs", hidden, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV, "mode=0000,size=4k")
+        elif os.path.exists(hidden):
+            _mount("/dev/null", hidden, None, MS_BIND)
+    if not _same(".", str(root)):
+        root.mkdir(parents=True, exist_ok=True)
+        _mount(".", str(root), None, MS_BIND | MS_REC)
+    os.chdir(root)
+    owner = f",uid={spec.uid},gid={spec.uid}" if spec.drop_user else ""
+    _mount("tmpfs", str(root / "work"), "tmpfs", MS_NOSUID | MS_NODEV,
+           f"mode=0700,size={spec.limits.disk_mb}m{owner}")
+
+
+def _limit_and_drop(spec: SandboxSpec) -> None:
+    """In the kernel's process, between fork and exec: limits, then the unprivileged user."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    limits = spec.limits
+    mib = 1 << 20
+    settings = [(resource.RLIMIT_AS, limits.memory_mb * mib), (resource.RLIMIT_NOFILE, limits.open_files),
+                (resource.RLIMIT_FSIZE, limits.file_size_mb * mib), (resource.RLIMIT_CPU, limits.cpu_seconds),
+                (resource.RLIMIT_CORE, 0)]
+    if spec.drop_user:
+        settings.append((resource.RLIMIT_NPROC, limits.processes))
+    for which, value in settings:
+        resource.setrlimit(which, (value, value))
+    _libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
+    if spec.drop_user:
+        os.setgroups([])
+        os.setgid(spec.uid)
+        os.setuid(spec.uid)
+
+
+def _lock_socket_folder(ipc: Path, kernel: subprocess.Popen, uid_dropped: bool) -> None:
+    """Once the kernel has bound its five sockets, it may create nothing more in the shared folder."""
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and kernel.poll() is None:
+        if sum(1 for entry in ipc.iterdir() if entry.is_socket()) >= 5:
+            break
+        time.sleep(0.02)
+    if uid_dropped:
+        os.chown(ipc, 0, 0)
+    ipc.chmod(0o555)
+
+
+def run_kernel(connection_file: str, kernel_args: list[str]) -> int:
+    """The sandbox's first process: build the file system, start the kernel, wait for it."""
+    info = json.loads(Path(connection_file).read_text(encoding="utf-8"))
+    ipc = Path(info["ip"]).parent
+    root = ipc.parent
+    spec = SandboxSpec.read(root)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # interrupts reach the kernel through its process group
+    os.chdir(root)
+    if spec.mode != "none":
+        build_file_system(spec, root)
+    work = root / "work"
+    shutil.copytree(root / "files", work, dirs_exist_ok=True)
+    connection = work / ".connection.json"
+    connection.write_text(json.dumps(info), encoding="utf-8")
+    home = {"HOME": str(work), "USER": "student", "LOGNAME": "student", "IPYTHONDIR": str(work / ".ipython"),
+            "MPLCONFIGDIR": str(work / ".matplotlib"), "JUPYTER_RUNTIME_DIR": str(work / ".runtime"),
+            "TMPDIR": "/tmp" if spec.mode != "none" else str(work)}
+    if spec.drop_user:
+        for dirpath, dirnames, filenames in os.walk(work):
+            for name in [dirpath, *(os.path.join(dirpath, n) for n in dirnames + filenames)]:
+                os.lchown(name, spec.uid, spec.uid)
+    # The kernel's own console (its banner, crashes, C-level prints) goes to a file, not the grader's.
+    with open(root / "kernel.log", "ab") as console:
+        kernel = subprocess.Popen(
+            [sys.executable, "-m", "ipykernel_launcher", "-f", str(connection), *kernel_args],
+            cwd=work, env={**spec.env, **home}, preexec_fn=lambda: _limit_and_drop(spec), close_fds=True,
+            stdin=subprocess.DEVNULL, stdout=console, stderr=subprocess.STDOUT,
+        )
+    _lock_socket_folder(ipc, kernel, spec.drop_user)
+    code = kernel.wait()
+    if spec.mode == "none" and spec.drop_user:
+        kill_user_processes(spec.uid)
+    return code
+
+
+def main(argv: list[str]) -> int:
+    """Entry point of the kernel command: re-run inside the namespaces, then start the kernel."""
+    if argv and argv[0] == "--inside":
+        return run_kernel(argv[1], argv[2:])
+    connection_file = argv[0]
+    info = json.loads(Path(connection_file).read_text(encoding="utf-8"))
+    spec = SandboxSpec.read(Path(info["ip"]).parent.parent)
+    # -I: the launcher runs as root in the kernel's folder; never import from there.
+    command = [*namespace_command(spec.mode), sys.executable, "-I", "-m", "autograder.sandbox", "--inside",
+               connection_file, *argv[1:]]
+    os.execvp(command[0], command)
+    return 1  # pragma: no cover - exec does not return
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,158 @@
+"""Scores decided by the grader, not by the student's kernel.
+
+Each test cell's checks leave the kernel as records (see :mod:`nlpbook.checks`).
+Before grading, the instructor's solution runs once in the same sandbox and
+its records, with the expected values and tolerances, become the *reference*.
+:class:`TrustedVerdicts` then judges each test cell of a student's notebook by
+comparing the student's records with the reference, in the grader's process,
+and rewrites the cell's outputs so that nbgrader's own scoring (an error
+output means 0 points) follows that judgement and nothing else: an error the
+kernel hid does not save a wrong answer, and an error the kernel made up
+after the checks does not cost a right one.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from nbformat.v4 import new_output
+from nbgrader import utils
+from nbgrader.preprocessors import NbGraderPreprocessor
+from traitlets import Unicode
+
+from nlpbook.checks import CHECK_MIME, compare_close, decode
+
+HIDDEN_MARKER = "### BEGIN HIDDEN TESTS"
+HIDDEN_PASSED = "Hidden tests passed."
+FAILED = "TestFailed"
+
+
+def is_test_cell(cell) -> bool:
+    """An automatically graded test cell (nbgrader: grade, not solution)."""
+    return cell.cell_type == "code" and utils.is_grade(cell) and not utils.is_solution(cell)
+
+
+def is_hidden_test_cell(cell) -> bool:
+    return is_test_cell(cell) and HIDDEN_MARKER in cell.source
+
+
+def pop_records(cell) -> list:
+    """Remove the check records from ``cell``'s outputs and return them, in order."""
+    records, kept = [], []
+    for output in cell.get("outputs", []):
+        data = output.get("data", {}) if output.get("output_type") == "display_data" else {}
+        if CHECK_MIME in data:
+            records.append(data[CHECK_MIME])
+        else:
+            kept.append(output)
+    if "outputs" in cell:
+        cell.outputs = kept
+    return records
+
+
+def _judge_one(reference: dict, student) -> str | None:
+    """``None`` if the student's record matches the reference one, else what is wrong."""
+    name, kind = reference["name"], reference["kind"]
+    hint = reference.get("hint") or ""
+    if not isinstance(student, dict) or student.get("kind") != kind:
+        return f"{name}: the test stopped or ran differently here (an error in your code before this check?)"
+    try:
+        actual = decode(student.get("actual"))
+    except (ValueError, TypeError) as error:
+        return f"{name}: {error}"
+    expected = decode(reference["expected"])
+    if kind == "close":
+        try:
+            compare_close(actual, expected, name, atol=reference["atol"], rtol=reference["rtol"], hint=hint)
+        except AssertionError as error:
+            return str(error)
+        return None
+    if actual == expected:
+        return None
+    if kind == "shape":
+        shown = tuple(actual) if isinstance(actual, list) else "(not a tensor)"
+        message = f"{name} has shape {shown}; expected {tuple(expected)}"
+    elif kind == "dtype":
+        message = f"{name} has dtype {actual}; expected {expected}"
+    elif kind == "finite":
+        message = f"{name} holds NaN or infinite values"
+    elif kind == "tensor":
+        message = f"{name} should be a torch.Tensor"
+    else:  # "true": the name is the message
+        message = name
+    return f"{message}: {hint}" if hint and kind in ("shape", "finite") else message
+
+
+def judge(reference: list[dict], student: list) -> str | None:
+    """Compare a test cell's records with the reference's: ``None`` if every check passes."""
+    for index, expected in enumerate(reference):
+        if index >= len(student):
+            return (f"only {len(student)} of {len(reference)} checks ran; the next one is "
+                    f"'{expected['name']}' (an error in your code stopped the test?)")
+        problem = _judge_one(expected, student[index])
+        if problem:
+            return problem
+    if len(student) > len(reference):
+        return f"{len(student)} checks ran where the test makes {len(reference)}"
+    return None
+
+
+class TrustedVerdicts(NbGraderPreprocessor):
+    """Judge every test cell from its records; make its outputs say exactly that verdict."""
+
+    reference_dir = Unicode("", help="Folder of NOTEBOOK.json files: the solution's records by grade id.").tag(
+        config=True)
+
+    def preprocess(self, nb, resources):
+        path = Path(self.reference_dir) / f"{resources['unique_key']}.json"
+        self._reference = json.loads(path.read_text(encoding="utf-8"))
+        return super().preprocess(nb, resources)
+
+    def preprocess_cell(self, cell, resources, cell_index):
+        if cell.cell_type != "code":
+            return cell, resources
+        records = pop_records(cell)
+        if not is_test_cell(cell):
+            return cell, resources
+        grade_id = cell.metadata.nbgrader["grade_id"]
+        reference = self._reference.get(grade_id)
+        problem = "no reference records for this test" if reference is None else judge(reference, records)
+        # The verdict alone decides: drop the kernel's own errors, and numbers that nbgrader
+        # would read as partial credit.
+        outputs = []
+        for output in cell.outputs:
+            if output.output_type == "error":
+                continue
+            if output.output_type == "execute_result":
+                output = new_output("display_data", data=output.data, metadata=output.get("metadata", {}))
+            outputs.append(output)
+        if HIDDEN_MARKER in cell.source:
+            # Hidden tests: only the verdict, never what the cell printed (it might quote the tests).
+            outputs = [] if problem else [new_output("stream", name="stdout", text=HIDDEN_PASSED + "\n")]
+        if problem:
+            outputs.append(new_output("error", ename=FAILED, evalue=problem, traceback=[f"{FAILED}: {problem}"]))
+        cell.outputs = outputs
+        return cell, resources
+
+
+def reference_records(executed_notebook) -> dict[str, list[dict]]:
+    """The records of the executed solution notebook, by grade id; ``ValueError`` if it fails a test."""
+    reference = {}
+    for cell in executed_notebook.cells:
+        if cell.cell_type != "code":
+            continue
+        records = pop_records(cell)
+        if not is_test_cell(cell):
+            continue
+        grade_id = cell.metadata.nbgrader["grade_id"]
+        errors = [f"{o.ename}: {o.evalue}" for o in cell.outputs if o.output_type == "error"]
+        if errors:
+            raise ValueError(f"test cell {grade_id} fails on the solution: {errors[0]}")
+        if not records:
+            raise ValueError(f"test cell {grade_id} makes no checks through nlpbook.checks, so the grader "
+                             "could not judge it")
+        problem = judge(records, records)
+        if problem:
+            raise ValueError(f"test cell {grade_id}: the solution's own values fail its check: {problem}")
+        reference[grade_id] = records
+    return reference

@@ -1,0 +1,100 @@
+"""The grader's own judgement of test cells, from check records (no kernel needed)."""
+import pytest
+import torch
+from nbformat.v4 import new_code_cell, new_output
+
+from autograder.verdicts import FAILED, HIDDEN_PASSED, TrustedVerdicts, judge, pop_records
+from nlpbook.checks import CHECK_MIME, encode
+
+
+def _reference(kind, name, expected, **details):
+    return {"kind": kind, "name": name, "actual": encode(expected), "expected": encode(expected), **details}
+
+
+def _student(kind, actual, strict=True):
+    return {"kind": kind, "name": "anything the student wrote", "actual": encode(actual, strict=strict)}
+
+
+CLOSE = _reference("close", "output", torch.tensor([1.0, float("-inf")]), atol=1e-5, rtol=1e-4, hint="")
+
+
+def test_matching_records_pass_and_a_close_value_within_tolerance_passes():
+    assert judge([CLOSE], [_student("close", torch.tensor([1.000001, float("-inf")]))]) is None
+
+
+@pytest.mark.parametrize("student, message", [
+    ([_student("close", torch.tensor([1.1, float("-inf")]))], "output differs from the expected values"),
+    ([_student("close", torch.tensor([1.0, 0.0]))], "output differs"),
+    ([_student("close", torch.tensor([1.0]))], "output has shape (1,); expected (2,)"),
+    ([_student("close", [1.0, float("-inf")])], "not a tensor (a list)"),
+    ([], "only 0 of 1 checks ran"),
+    ([_student("shape", [2])], "the test stopped or ran differently"),
+    ([_student("close", torch.tensor([1.0, float("-inf")]))] * 2, "2 checks ran where the test makes 1"),
+    ([{"kind": "close", "actual": {"shape": [2], "data": "AAAA"}}], "data does not match the shape"),
+    (["not a record"], "the test stopped or ran differently"),
+])
+def test_wrong_missing_extra_or_forged_records_fail_with_a_reason(student, message):
+    assert message in judge([CLOSE], student)
+
+
+def test_yes_no_checks_compare_exactly():
+    reference = [_reference("true", "self.q_proj should be an nn.Linear", True),
+                 _reference("shape", "probs", [2, 3], hint="(B, T)"), _reference("dtype", "out", "torch.float32")]
+    assert judge(reference, [_student("true", True, False), _student("shape", [2, 3], False),
+                             _student("dtype", "torch.float32", False)]) is None
+    assert judge(reference, [_student("true", False, False)] + [None] * 2) == "self.q_proj should be an nn.Linear"
+    problem = judge(reference, [_student("true", True, False), _student("shape", [3, 2], False)])
+    assert problem == "probs has shape (3, 2); expected (2, 3): (B, T)"
+
+
+def _test_cell(source, outputs, grade_id="t"):
+    cell = new_code_cell(source, outputs=outputs)
+    cell.metadata["nbgrader"] = {"grade": True, "grade_id": grade_id, "points": 1, "solution": False,
+                                 "locked": True}
+    return cell
+
+
+def _record_output(record):
+    return new_output("display_data", data={CHECK_MIME: record})
+
+
+def _verdicts():
+    step = TrustedVerdicts()
+    step._reference = {"t": [CLOSE]}
+    return step
+
+
+def test_a_passing_verdict_removes_errors_the_kernel_made_up_and_partial_credit_numbers():
+    good = _student("close", torch.tensor([1.0, float("-inf")]))
+    cell = _test_cell("check()", [new_output("stream", name="stdout", text="hello\n"), _record_output(good),
+                                  new_output("execute_result", data={"text/plain": "0.0"}, execution_count=1),
+                                  new_output("error", ename="AssertionError", evalue="", traceback=[])])
+    cell, _ = _verdicts().preprocess_cell(cell, {}, 0)
+    assert [o.output_type for o in cell.outputs] == ["stream", "display_data"]
+    assert CHECK_MIME not in cell.outputs[1].data
+
+
+def test_a_failing_verdict_is_an_error_even_when_the_kernel_hid_every_error():
+    cell = _test_cell("check()", [new_output("stream", name="stdout", text="all tests pass!\n")])
+    cell, _ = _verdicts().preprocess_cell(cell, {}, 0)
+    assert cell.outputs[-1].output_type == "error" and cell.outputs[-1].ename == FAILED
+    assert "only 0 of 1 checks ran" in cell.outputs[-1].evalue
+
+
+def test_hidden_test_cells_show_only_the_verdict():
+    source = "# Hidden tests\n### BEGIN HIDDEN TESTS\ncheck()\n### END HIDDEN TESTS"
+    good = _student("close", torch.tensor([1.0, float("-inf")]))
+    cell = _test_cell(source, [new_output("stream", name="stdout", text="secret\n"), _record_output(good)])
+    cell, _ = _verdicts().preprocess_cell(cell, {}, 0)
+    assert [o.get("text") for o in cell.outputs] == [HIDDEN_PASSED + "\n"]
+    cell = _test_cell(source, [new_output("stream", name="stdout", text="secret\n")])
+    cell, _ = _verdicts().preprocess_cell(cell, {}, 0)
+    assert [o.output_type for o in cell.outputs] == ["error"]
+
+
+def test_records_outside_test_cells_are_dropped_and_unknown_test_cells_fail():
+    plain = new_code_cell("x", outputs=[_record_output(CLOSE)])
+    assert _verdicts().preprocess_cell(plain, {}, 0)[0].outputs == []
+    assert pop_records(plain) == []
+    cell, _ = _verdicts().preprocess_cell(_test_cell("x", [], grade_id="added_by_student"), {}, 0)
+    assert "no reference records" in cell.outputs[-1].evalue
