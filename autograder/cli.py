@@ -5,6 +5,7 @@ import argparse
 import logging
 import sys
 import time
+import warnings
 from pathlib import Path
 
 from autograder.course import CourseError, assignments
@@ -20,6 +21,10 @@ def _parser() -> argparse.ArgumentParser:
         "generate", help="regenerate exercises/ from solutions/ with nbgrader generate_assignment")
     generate.add_argument("assignments", nargs="*", metavar="ASSIGNMENT",
                           help="chapter folder names such as 04-attention (default: every assignment)")
+
+    collect = commands.add_parser("collect", help="unpack a zip of STUDENT_ID/ASSIGNMENT/FILE safely into a new folder")
+    collect.add_argument("zip", type=Path, metavar="ZIP")
+    collect.add_argument("--out", required=True, type=Path, metavar="DIR", help="a new folder for the submissions")
 
     grade = commands.add_parser("grade", help="grade every DIR/STUDENT_ID/ASSIGNMENT/*.ipynb with nbgrader")
     grade.add_argument("assignment", metavar="ASSIGNMENT", help="chapter folder name, such as 04-attention")
@@ -59,6 +64,8 @@ def _log_to(stream_level: int, file: Path | None = None) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    # nbgrader's gradebook code triggers SQLAlchemy warnings on every student; they say nothing useful.
+    warnings.filterwarnings("ignore", message=".*not in session.*")
     try:
         if args.command == "generate":
             from autograder.generate import generate_release
@@ -67,6 +74,14 @@ def main(argv: list[str] | None = None) -> int:
             for assignment in args.assignments or assignments():
                 for path in generate_release(assignment):
                     print(path)
+            return 0
+
+        if args.command == "collect":
+            from autograder.collect import extract_zip
+
+            _log_to(logging.INFO)
+            files = extract_zip(args.zip, args.out)
+            log.info("%d file(s) unpacked into %s", len(files), args.out)
             return 0
 
         from autograder.grade import grade

@@ -60,7 +60,7 @@ def nbgrader_config(root: Path, *, timeout: int = 60, notebook_timeout: int = 60
     for a whole notebook.  The solution's check records live in ``root/reference``.
     """
     # Imported here so that `import autograder.course` stays light.
-    from autograder.preprocessors import autograde_preprocessors, feedback_preprocessors
+    from autograder.preprocessors import autograde_preprocessors, feedback_preprocessors, sanitize_preprocessors
 
     config = Config()
     config.CourseDirectory.root = str(root)
@@ -76,6 +76,7 @@ def nbgrader_config(root: Path, *, timeout: int = 60, notebook_timeout: int = 60
     config.TrustedVerdicts.reference_dir = str(root / "reference")
     # Students may delete a test cell; nbgrader puts it back from the gradebook.
     config.OverwriteCells.add_missing_cells = True
+    config.Autograde.sanitize_preprocessors = sanitize_preprocessors()
     config.Autograde.autograde_preprocessors = autograde_preprocessors()
     # Feedback goes to students: it must never quote the hidden tests.
     config.GenerateFeedback.preprocessors = feedback_preprocessors()

@@ -306,7 +306,7 @@ def autograde(run: GradingRun) -> None:
         submission.seconds = time.perf_counter() - start
         if result["success"]:
             submission.status = "graded"
-            _log_stopped_kernels(run, submission)
+            _log_stopped_kernels(submission, result.get("log") or "")
         else:
             submission.status = "failed"
             reason = (result.get("error") or result.get("log") or "no message").strip().splitlines()[-1]
@@ -315,18 +315,12 @@ def autograde(run: GradingRun) -> None:
     _read_scores(run)
 
 
-def _log_stopped_kernels(run: GradingRun, submission: Submission) -> None:
+def _log_stopped_kernels(submission: Submission, nbgrader_log: str) -> None:
     """Say which notebooks stopped early (a kernel that died, a time limit): the score counts what ran."""
-    import nbformat
-
-    folder = run.course / "autograded" / submission.student / run.assignment
-    for path in sorted(folder.glob("*.ipynb")):
-        for cell in nbformat.read(str(path), as_version=4).cells:
-            stops = [o.evalue for o in cell.get("outputs", [])
-                     if o.output_type == "error" and o.ename == "KernelStopped"]
-            if stops:
-                submission.flag(f"{path.name}: {stops[0]}; later cells were not run", review=False)
-                break
+    for line in nbgrader_log.splitlines():
+        if "Stopping the notebook:" in line:
+            reason = line.split("Stopping the notebook:", 1)[1].strip()
+            submission.flag(f"notebook stopped early, {reason}; the cells after it were not run", review=False)
 
 
 def _jupyter_runtime_dir() -> Path:

@@ -3,13 +3,18 @@ from __future__ import annotations
 
 from nbconvert.preprocessors import ClearMetadataPreprocessor, CSSHTMLHeaderPreprocessor
 from nbgrader import utils
+from nbgrader.api import Gradebook
 from nbgrader.preprocessors import (
     AssignLatePenalties,
     CheckCellMetadata,
     ClearHiddenTests,
+    ClearOutput,
+    DeduplicateIds,
     GetGrades,
     LimitOutput,
     NbGraderPreprocessor,
+    OverwriteCells,
+    OverwriteKernelspec,
     SaveAutoGrades,
 )
 
@@ -36,6 +41,41 @@ class KeepStderrVisible(NbGraderPreprocessor):
                     output.name = "stdout"
                     output.text = STDERR_HEADER + output.text
         return cell, resources
+
+
+class ForgetForgedCells(NbGraderPreprocessor):
+    """Make ordinary cells of nbgrader cells the instructor never wrote, and of repeated ids.
+
+    A student can give a cell nbgrader metadata with a new grade id (a "bonus"
+    test worth 100 points) or copy a test cell's id onto a cell of their own.
+    nbgrader stops with an error on both, and the whole notebook would score 0.
+    Here the first cell with a known id keeps it (nbgrader then restores its
+    source and points from the gradebook); every other such cell loses its
+    nbgrader metadata and runs as the student's own code, worth nothing.
+    """
+
+    def preprocess(self, nb, resources):
+        info = resources["nbgrader"]
+        with Gradebook(info["db_url"]) as gradebook:
+            notebook = gradebook.find_notebook(info["notebook"], info["assignment"])
+            self._known = {cell.name for cell in notebook.source_cells}
+        self._seen: set[str] = set()
+        return super().preprocess(nb, resources)
+
+    def preprocess_cell(self, cell, resources, cell_index):
+        grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
+        if "nbgrader" in cell.metadata and (grade_id not in self._known or grade_id in self._seen):
+            self.log.warning("cell %d: nbgrader id %r %s; graded as an ordinary cell", cell_index, grade_id,
+                             "repeats an earlier cell's" if grade_id in self._seen else "is not the instructor's")
+            del cell.metadata["nbgrader"]
+        elif grade_id is not None:
+            self._seen.add(grade_id)
+        return cell, resources
+
+
+def sanitize_preprocessors() -> list[type]:
+    """nbgrader's steps that restore the instructor's cells, after :class:`ForgetForgedCells`."""
+    return [ClearOutput, ForgetForgedCells, DeduplicateIds, OverwriteKernelspec, OverwriteCells, CheckCellMetadata]
 
 
 def autograde_preprocessors() -> list[type]:

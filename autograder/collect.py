@@ -1,0 +1,78 @@
+"""Unpacking a class's submissions from a zip file without trusting its member names.
+
+``python -m autograder collect CLASS.zip --out submissions`` unpacks a zip laid
+out as ``STUDENT_ID/ASSIGNMENT/FILE`` into a new folder.  The whole archive is
+checked before anything is written: a member whose name is absolute or climbs
+out with ``..``, a link, a device, too many members or too many bytes, and the
+command stops with the zip's name, the member and the problem, leaving no
+partial folder behind.
+"""
+from __future__ import annotations
+
+import shutil
+import stat
+import tempfile
+import zipfile
+from pathlib import Path, PurePosixPath
+
+from autograder.course import CourseError
+
+MAX_MEMBERS = 100_000
+MAX_BYTES = 4 << 30  # 4 GiB unpacked: a zip bomb stops here
+
+
+def _problem(member: zipfile.ZipInfo) -> str | None:
+    name = member.filename.replace("\\", "/")
+    path = PurePosixPath(name)
+    if path.is_absolute() or (path.parts and path.parts[0].endswith(":")):
+        return "an absolute path"
+    if ".." in path.parts:
+        return "a path that climbs out with '..'"
+    mode = member.external_attr >> 16
+    if stat.S_ISLNK(mode):
+        return "a symbolic link"
+    if mode and not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+        return "not a regular file"
+    return None
+
+
+def check_zip(archive: zipfile.ZipFile, where: Path) -> None:
+    """Every member safe to unpack, or ``CourseError`` naming the first that is not."""
+    members = archive.infolist()
+    if len(members) > MAX_MEMBERS:
+        raise CourseError(f"{where}: {len(members)} members, more than {MAX_MEMBERS}")
+    if sum(m.file_size for m in members) > MAX_BYTES:
+        raise CourseError(f"{where}: unpacks to more than {MAX_BYTES >> 30} GiB")
+    for member in members:
+        if problem := _problem(member):
+            raise CourseError(f"{where}: member {member.filename!r} is {problem}; nothing was unpacked")
+
+
+def extract_zip(zip_path: Path, out: Path) -> list[Path]:
+    """Unpack ``zip_path`` into the new folder ``out``; the files written, in order."""
+    if out.exists():
+        raise CourseError(f"--out {out} already exists; collect into a new folder")
+    try:
+        archive = zipfile.ZipFile(zip_path)
+    except (OSError, zipfile.BadZipFile) as error:
+        raise CourseError(f"{zip_path}: not a readable zip file ({error})") from None
+    with archive:
+        check_zip(archive, zip_path)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=".collect-", dir=out.parent))
+        written = []
+        try:
+            for member in archive.infolist():
+                target = staging.joinpath(*PurePosixPath(member.filename.replace("\\", "/")).parts)
+                if member.is_dir():
+                    target.mkdir(parents=True, exist_ok=True)
+                    continue
+                target.parent.mkdir(parents=True, exist_ok=True)
+                with archive.open(member) as source, open(target, "xb") as sink:
+                    shutil.copyfileobj(source, sink)
+                written.append(out / target.relative_to(staging))
+            staging.rename(out)
+        except BaseException:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
+    return written

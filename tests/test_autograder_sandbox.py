@@ -1,0 +1,63 @@
+"""The sandbox's modes: what each protects, and that grading still works in the weaker ones."""
+from __future__ import annotations
+
+import csv
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from autograder import sandbox
+from autograder.execute import exposed_paths
+from conftest import run_autograder
+from submissions import solved, write
+
+
+def test_every_weaker_mode_names_what_it_does_not_protect():
+    assert sandbox.missing_protections("root", True) == []
+    assert any("unprivileged user" in line for line in sandbox.missing_protections("userns", False))
+    none = sandbox.missing_protections("none", False)
+    for words in ("network isolation", "hidden folders", "unprivileged user", "disk quota"):
+        assert any(words in line for line in none), words
+
+
+def test_probe_accepts_none_everywhere_and_refuses_a_mode_it_cannot_give(monkeypatch):
+    assert sandbox.probe("none") == "none"
+    monkeypatch.setattr(sandbox, "_works", lambda command, **kwargs: False)
+    with pytest.raises(ValueError, match="cannot create the namespaces"):
+        sandbox.probe("userns")
+    assert sandbox.probe("auto") == "none"
+
+
+def test_exposed_paths_keep_only_the_outermost_folders():
+    paths = exposed_paths()
+    assert all(not any(other in path.parents for other in paths) for path in paths)
+
+
+def test_a_folder_others_cannot_enter_is_found():
+    # Under /tmp itself: pytest's own temporary folders are closed to other users already.
+    with tempfile.TemporaryDirectory(dir="/tmp") as top:
+        Path(top).chmod(0o755)
+        closed = Path(top) / "home"
+        (closed / "python" / "bin").mkdir(parents=True)
+        closed.chmod(0o700)
+        assert sandbox._blocked_ancestor(closed / "python" / "bin") == closed
+        assert sandbox._blocked_ancestor(Path(top)) is None
+
+
+@pytest.mark.parametrize("mode", ["userns", "none"])
+def test_grading_in_a_weaker_mode_still_grades_and_says_what_is_missing(tmp_path, mode):
+    if mode != "none" and sandbox.probe("auto") == "none":
+        pytest.skip("this machine has no namespaces")
+    write(solved("04-attention", "attention"), tmp_path / "submissions" / "honest" / "04-attention", "attention")
+    result = run_autograder("grade", "04-attention", "--submissions", str(tmp_path / "submissions"),
+                            "--out", str(tmp_path / "out"), "--sandbox", mode, "--timeout", "30")
+    assert result.returncode == 0, result.stderr[-3000:]
+    with open(tmp_path / "out" / "parts.csv", newline="") as handle:
+        total = sum(float(row["score"]) for row in csv.DictReader(handle) if not row["part"].startswith("answer"))
+    assert total == 17.0
+    log = (tmp_path / "out" / "grading.log").read_text()
+    assert f"sandbox: mode {mode}" in log
+    assert ("SANDBOX PROTECTION MISSING: network isolation" in log) == (mode == "none")
+    assert ("SANDBOX PROTECTION MISSING: unprivileged user" in log) == (mode == "userns" or
+                                                                       "user id 61000" not in log)
