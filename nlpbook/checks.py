@@ -211,8 +211,8 @@ def decode(encoded: dict):
 def _called_from_test_cell() -> bool:
     """Whether the check was called by the running cell's own code (a test), not by a function
     defined in another cell (the student's code, which may use these helpers too)."""
-    caller = sys._getframe(3).f_code.co_filename  # _record <- expect_* <- caller
-    frame = sys._getframe(3)
+    frame = sys._getframe(3)  # _called_from_test_cell <- _record <- expect_* <- caller
+    caller = frame.f_code.co_filename
     while frame is not None and frame.f_code.co_name != "<module>":
         frame = frame.f_back
     return frame is not None and frame.f_code.co_filename == caller
