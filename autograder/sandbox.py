@@ -213,15 +213,18 @@ def build_file_system(spec: SandboxSpec, root: Path) -> None:
     points at the covered ``root`` (a bind from ``.`` ignores the covers).
     """
     expose = [Path(p) for p in spec.expose]
+    # Found before anything is covered: a repository under /tmp is out of sight afterwards.
+    blocked = {ancestor for path in expose if (ancestor := _blocked_ancestor(path))}
     for index, path in enumerate(expose):
         (root / "mnt" / str(index)).mkdir(parents=True, exist_ok=True)
         _mount(str(path), f"mnt/{index}", None, MS_BIND | MS_REC)
     for private in PRIVATE_DIRS:
         if os.path.isdir(private):
             _mount("tmpfs", private, "tmpfs", MS_NOSUID | MS_NODEV, f"mode=1777,size={spec.limits.disk_mb}m")
-    blocked = {ancestor for path in expose if (ancestor := _blocked_ancestor(path))}
     for ancestor in sorted(blocked):
-        _mount("tmpfs", str(ancestor), "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=1m")
+        # Under a private folder it is gone already, and the folders made below are open.
+        if os.path.isdir(ancestor):
+            _mount("tmpfs", str(ancestor), "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=1m")
     for index, path in enumerate(expose):
         if not _same(str(path), f"mnt/{index}"):
             path.mkdir(parents=True, exist_ok=True)
