@@ -158,6 +158,11 @@ class SandboxSession:
         config.KernelManager.ip = str(ipc / "kernel")
         return config
 
+    def console(self) -> str:
+        """What the kernel printed outside the notebook (its banner, a crash), for error messages."""
+        path = self.root / "kernel.log"
+        return path.read_text(encoding="utf-8", errors="replace") if path.exists() else "(nothing)"
+
     def __exit__(self, *exc) -> None:
         if self.mode == "none" and self.drop_user:
             sandbox.kill_user_processes(self.uid)

@@ -263,10 +263,18 @@ def record_reference(run: GradingRun) -> None:
     folder.mkdir()
     for path in sorted((run.course / "source" / run.assignment).glob("*.ipynb")):
         notebook = nbformat.read(str(path), as_version=4)
-        with run.sandbox_session("reference", []) as kernel_config:
+        session = run.sandbox_session("reference", [])
+        with session as kernel_config:
             config = run.config()
             config.merge(kernel_config)
-            executed, _ = SandboxedExecute(config=config).preprocess(notebook, {"metadata": {"path": str(path.parent)}})
+            try:
+                executed, _ = SandboxedExecute(config=config).preprocess(notebook,
+                                                                         {"metadata": {"path": str(path.parent)}})
+            except Exception as error:
+                raise CourseError(
+                    f"the sandbox (mode {run.sandbox_mode}) could not run the solution {path.name}: {error}\n"
+                    f"kernel output:\n{session.console()[-3000:]}\n"
+                    "If this machine cannot give that mode, choose another with --sandbox.") from None
         try:
             records = reference_records(executed)
         except ValueError as error:

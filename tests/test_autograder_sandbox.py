@@ -61,3 +61,15 @@ def test_grading_in_a_weaker_mode_still_grades_and_says_what_is_missing(tmp_path
     assert ("SANDBOX PROTECTION MISSING: network isolation" in log) == (mode == "none")
     assert ("SANDBOX PROTECTION MISSING: unprivileged user" in log) == (mode == "userns" or
                                                                        "user id 61000" not in log)
+
+
+def test_a_sandbox_that_cannot_start_a_kernel_is_a_clear_error(tmp_path, monkeypatch):
+    from autograder import grade as grading
+    from autograder.course import CourseError
+
+    write(solved("04-attention", "attention"), tmp_path / "submissions" / "honest" / "04-attention", "attention")
+    # A Python that does not exist inside the sandbox: the kernel cannot start.
+    monkeypatch.setattr("autograder.execute.sys.executable", "/nonexistent/python")
+    with pytest.raises(CourseError, match="could not run the solution attention.ipynb"):
+        grading.grade("04-attention", tmp_path / "submissions", tmp_path / "out", sandbox_mode="none")
+    assert not (tmp_path / "out" / "grades.csv").exists()
