@@ -32,10 +32,6 @@ def is_test_cell(cell) -> bool:
     return cell.cell_type == "code" and utils.is_grade(cell) and not utils.is_solution(cell)
 
 
-def is_hidden_test_cell(cell) -> bool:
-    return is_test_cell(cell) and HIDDEN_MARKER in cell.source
-
-
 def pop_records(cell) -> list:
     """Remove the check records from ``cell``'s outputs and return them, in order."""
     records, kept = [], []
