@@ -1,4 +1,4 @@
-"""Command line: ``python -m autograder {generate,grade} ...``."""
+"""Command line: ``python -m autograder {generate,collect,grade,check-tests} ...``."""
 from __future__ import annotations
 
 import argparse
@@ -25,6 +25,19 @@ def _parser() -> argparse.ArgumentParser:
     collect = commands.add_parser("collect", help="unpack a zip of STUDENT_ID/ASSIGNMENT/FILE safely into a new folder")
     collect.add_argument("zip", type=Path, metavar="ZIP")
     collect.add_argument("--out", required=True, type=Path, metavar="DIR", help="a new folder for the submissions")
+    collect.add_argument("--assignment", metavar="ASSIGNMENT",
+                         help="the zip is a flat LMS download (Canvas by default): file them under STUDENT/ASSIGNMENT/")
+    collect.add_argument("--pattern", metavar="REGEX", help="how LMS file names read, with named groups "
+                         "student, file and optionally ext (default: Canvas's LOGIN_USERID_SUBMISSIONID_NAME)")
+
+    check = commands.add_parser(
+        "check-tests", help="plant small bugs in the solution and report, per graded part, how many the tests catch")
+    check.add_argument("assignment", metavar="ASSIGNMENT", help="chapter folder name, such as 04-attention")
+    check.add_argument("--out", type=Path, metavar="DIR",
+                       help="keep the mutants, their grading and check-tests.csv here (default: a new temporary folder)")
+    check.add_argument("--workers", type=int, default=None, metavar="N", help="parallel workers (default: cores)")
+    check.add_argument("--limit", type=int, default=None, metavar="N", help="at most N bugs per part")
+    check.add_argument("--timeout", type=int, default=30, metavar="SECONDS", help="time limit per cell (default 30)")
 
     grade = commands.add_parser("grade", help="grade every DIR/STUDENT_ID/ASSIGNMENT/*.ipynb with nbgrader")
     grade.add_argument("assignment", metavar="ASSIGNMENT", help="chapter folder name, such as 04-attention")
@@ -41,8 +54,17 @@ def _parser() -> argparse.ArgumentParser:
     grade.add_argument("--sandbox", choices=("auto", "root", "userns", "none"), default="auto",
                        help="how to isolate student kernels (default: the strongest this machine allows; "
                             "'none' grades on machines without namespaces, with the gaps logged)")
+    grade.add_argument("--workers", type=int, default=None, metavar="N",
+                       help="students graded at the same time on this machine (default: the number of cores)")
+    grade.add_argument("--scheduler", metavar="tcp://HOST:PORT",
+                       help="grade on the workers of this Dask distributed cluster instead of this machine")
+    grade.add_argument("--db", metavar="URL",
+                       help="publish the gradebook to this database (postgresql://USER@HOST/DB) instead of "
+                            "--out/course/gradebook.db; give each course its own database")
+    grade.add_argument("--regrade", action="store_true",
+                       help="grade every student again, even those an earlier run in --out already graded")
     grade.add_argument("--replace", action="store_true",
-                       help="replace the graded class already in --out (its manual grades are lost)")
+                       help="replace a graded class that holds manual grades (they are lost)")
     grade.add_argument("-v", "--verbose", action="store_true", help="print nbgrader's own log too")
     return parser
 
@@ -80,8 +102,19 @@ def main(argv: list[str] | None = None) -> int:
             from autograder.collect import extract_zip
 
             _log_to(logging.INFO)
-            files = extract_zip(args.zip, args.out)
+            from autograder.collect import CANVAS
+
+            files = extract_zip(args.zip, args.out, args.assignment, args.pattern or CANVAS)
             log.info("%d file(s) unpacked into %s", len(files), args.out)
+            return 0
+
+        if args.command == "check-tests":
+            from autograder.mutants import check_tests, format_report
+
+            _log_to(logging.WARNING)
+            reports = check_tests(args.assignment, args.out, workers=args.workers, timeout=args.timeout,
+                                  limit=args.limit)
+            print(format_report(args.assignment, reports))
             return 0
 
         from autograder.grade import grade
@@ -93,9 +126,12 @@ def main(argv: list[str] | None = None) -> int:
         from autograder.sandbox import Limits
 
         limits = Limits(memory_mb=args.memory_mb, cpu_seconds=args.notebook_timeout + 60)
+        if args.workers is not None and args.workers < 1:
+            raise CourseError(f"--workers {args.workers}: give at least 1")
         run = grade(args.assignment, args.submissions, args.out, timeout=args.timeout,
-                    notebook_timeout=args.notebook_timeout, replace=args.replace, sandbox_mode=args.sandbox,
-                    limits=limits)
+                    notebook_timeout=args.notebook_timeout, replace=args.replace, regrade=args.regrade,
+                    sandbox_mode=args.sandbox, limits=limits, workers=args.workers, scheduler=args.scheduler,
+                    db=args.db)
         return 0 if all(s.status != "failed" for s in run.submissions) else 3
     except CourseError as error:
         log.error("%s", error)

@@ -6,9 +6,17 @@ checked before anything is written: a member whose name is absolute or climbs
 out with ``..``, a link, a device, too many members or too many bytes, and the
 command stops with the zip's name, the member and the problem, leaving no
 partial folder behind.
+
+An LMS download is flat instead: Canvas names each file
+``LOGIN_USERID_SUBMISSIONID_NAME.ipynb`` (``LOGIN_late_...`` when late,
+``NAME-1.ipynb`` for a second attempt).  With ``--assignment``, every member
+name must match ``--pattern`` (:data:`CANVAS` by default; named groups
+``student``, ``file`` and optionally ``ext``) and is unpacked as
+``STUDENT/ASSIGNMENT/FILE``, in the layout ``grade`` expects.
 """
 from __future__ import annotations
 
+import re
 import shutil
 import stat
 import tempfile
@@ -19,6 +27,27 @@ from autograder.course import CourseError
 
 MAX_MEMBERS = 100_000
 MAX_BYTES = 4 << 30  # 4 GiB unpacked: a zip bomb stops here
+CANVAS = r"^(?P<student>[A-Za-z0-9]+)_(?:late_)?\d+_\d+_(?P<file>[^/]+?)(?:-\d+)?(?P<ext>\.[A-Za-z0-9]+)$"
+
+
+def lms_targets(archive: zipfile.ZipFile, where: Path, pattern: str, assignment: str) -> dict[str, PurePosixPath]:
+    """Member name -> ``STUDENT/ASSIGNMENT/FILE`` for a flat LMS download; ``CourseError`` on any misfit."""
+    regex = re.compile(pattern)
+    targets: dict[str, PurePosixPath] = {}
+    seen: dict[PurePosixPath, str] = {}
+    for member in archive.infolist():
+        if member.is_dir():
+            continue
+        match = regex.match(member.filename)
+        if match is None:
+            raise CourseError(f"{where}: member {member.filename!r} does not match --pattern {pattern}; "
+                              "nothing was unpacked")
+        target = PurePosixPath(match["student"], assignment, match["file"] + (match.groupdict().get("ext") or ""))
+        if target in seen:
+            raise CourseError(f"{where}: members {seen[target]!r} and {member.filename!r} would both be {target}; "
+                              "nothing was unpacked")
+        seen[target] = targets[member.filename] = target
+    return targets
 
 
 def _problem(member: zipfile.ZipInfo) -> str | None:
@@ -48,8 +77,8 @@ def check_zip(archive: zipfile.ZipFile, where: Path) -> None:
             raise CourseError(f"{where}: member {member.filename!r} is {problem}; nothing was unpacked")
 
 
-def extract_zip(zip_path: Path, out: Path) -> list[Path]:
-    """Unpack ``zip_path`` into the new folder ``out``; the files written, in order."""
+def extract_zip(zip_path: Path, out: Path, assignment: str | None = None, pattern: str = CANVAS) -> list[Path]:
+    """Unpack ``zip_path`` into the new folder ``out`` (an LMS download if ``assignment``); the files written."""
     if out.exists():
         raise CourseError(f"--out {out} already exists; collect into a new folder")
     try:
@@ -58,13 +87,17 @@ def extract_zip(zip_path: Path, out: Path) -> list[Path]:
         raise CourseError(f"{zip_path}: not a readable zip file ({error})") from None
     with archive:
         check_zip(archive, zip_path)
+        targets = lms_targets(archive, zip_path, pattern, assignment) if assignment else {}
         out.parent.mkdir(parents=True, exist_ok=True)
         staging = Path(tempfile.mkdtemp(prefix=".collect-", dir=out.parent))
         written = []
         try:
             for member in archive.infolist():
-                target = staging.joinpath(*PurePosixPath(member.filename.replace("\\", "/")).parts)
+                name = targets.get(member.filename, PurePosixPath(member.filename.replace("\\", "/")))
+                target = staging.joinpath(*name.parts)
                 if member.is_dir():
+                    if targets:
+                        continue
                     target.mkdir(parents=True, exist_ok=True)
                     continue
                 target.parent.mkdir(parents=True, exist_ok=True)

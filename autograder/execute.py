@@ -133,6 +133,8 @@ class SandboxSession:
     drop_user: bool = True
     limits: sandbox.Limits = field(default_factory=sandbox.Limits)
     uid: int = sandbox.SANDBOX_UID
+    zygote: str = ""  # the socket of the zygote that forks the kernel (autograder.zygote)
+    env: dict[str, str] = field(default_factory=dict)  # added to the kernel's environment
     root: Path | None = None
 
     def __enter__(self) -> Config:
@@ -146,13 +148,10 @@ class SandboxSession:
         if self.drop_user:
             os.chown(ipc, self.uid, self.uid)
         ipc.chmod(0o700)
-        env = {name: os.environ[name] for name in PASSED_ENV if name in os.environ}
-        env.update(PATH=f"{Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin", NLPBOOK_PROGRESS="0",
-                   PYTHONDONTWRITEBYTECODE="1", MPLBACKEND="Agg")
-        env[GRADING_ENV] = self.role
+        env = {**kernel_environment(), **self.env, GRADING_ENV: self.role}
         sandbox.SandboxSpec(mode=self.mode, uid=self.uid, drop_user=self.drop_user,
                             hide=[str(p) for p in self.hide], expose=[str(p) for p in exposed_paths()],
-                            limits=self.limits, env=env).write(self.root)
+                            limits=self.limits, env=env, zygote=self.zygote).write(self.root)
         config = Config()
         config.KernelManager.transport = "ipc"
         config.KernelManager.ip = str(ipc / "kernel")
@@ -167,6 +166,14 @@ class SandboxSession:
         if self.mode == "none" and self.drop_user:
             sandbox.kill_user_processes(self.uid)
         shutil.rmtree(self.root, ignore_errors=True)
+
+
+def kernel_environment() -> dict[str, str]:
+    """The environment every kernel starts from: a few of the grader's settings, nothing secret."""
+    env = {name: os.environ[name] for name in PASSED_ENV if name in os.environ}
+    env.update(PATH=f"{Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin", NLPBOOK_PROGRESS="0",
+               PYTHONDONTWRITEBYTECODE="1", MPLBACKEND="Agg")
+    return env
 
 
 def exposed_paths() -> list[Path]:

@@ -18,40 +18,50 @@ they are complete:
   time, memory, processes and output; what the machine cannot provide is
   logged as a missing protection;
 - scores come from the grader: each test cell's checks are compared with the
-  instructor's solution outside the student's kernel (:mod:`autograder.verdicts`).
+  instructor's solution outside the student's kernel (:mod:`autograder.verdicts`);
+- students are graded in parallel by worker processes or a Dask cluster
+  (:mod:`autograder.pool`, :mod:`autograder.jobs`); only this process writes
+  the gradebook;
+- every finished student is saved in ``--out/.work``: an interrupted run
+  starts again where it stopped, and an unchanged class is not graded twice.
 
 Output (``--out``)::
 
     grades.csv           nbgrader's export: one row per student
     parts.csv            one row per student and graded cell
+    lms.csv              student id and total, for an LMS grade import
     grading.log          what happened, student by student; NEEDS REVIEW lines
     feedback/STUDENT/ASSIGNMENT/*.html
     course/              the nbgrader course directory: gradebook.db, nbgrader_config.py,
                          source/, release/, submitted/, autograded/, feedback/
+    .work/               what a later run reuses: registered courses and finished students
 """
 from __future__ import annotations
 
 import csv
+import fcntl
 import hashlib
 import json
 import logging
 import os
+import pickle
 import re
 import shutil
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from autograder import sandbox
-from autograder.course import COURSE_ID, SOLUTIONS, CourseError, gradebook_url, nbgrader_config, source_notebooks
+from autograder import jobs, sandbox
+from autograder.course import COURSE_ID, REPO_ROOT, SOLUTIONS, CourseError, gradebook_url, source_notebooks
 from autograder.generate import IGNORED, run_generate_assignment
 
 log = logging.getLogger("autograder")
 
 # nbgrader puts student ids in paths and in the gradebook: keep them boring.
 STUDENT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@+-]{0,99}$")
-PUBLISHED = ("course", "feedback", "grades.csv", "parts.csv")
+PUBLISHED = ("course", "feedback", "grades.csv", "parts.csv", "lms.csv")
 
 
 @dataclass
@@ -84,13 +94,21 @@ class GradingRun:
     timeout: int = 60
     notebook_timeout: int = 600
     replace: bool = False
+    regrade: bool = False
     sandbox_mode: str = "auto"
     limits: sandbox.Limits = field(default_factory=sandbox.Limits)
     drop_user: bool = True
+    workers: int = field(default_factory=lambda: os.cpu_count() or 1)
+    scheduler: str | None = None  # a Dask scheduler's address: grade on its workers
+    db: str | None = None  # a PostgreSQL (or any SQLAlchemy) URL the gradebook is published to
+    progress: bool = True
     staging: Path | None = None
     submissions: list[Submission] = field(default_factory=list)
     hashes: dict[Path, str] = field(default_factory=dict)
     expected_notebooks: list[str] = field(default_factory=list)
+    pool: object = None
+    lock: object = None
+    course_key: str = ""
 
     @property
     def course(self) -> Path:
@@ -100,16 +118,18 @@ class GradingRun:
     def db_url(self) -> str:
         return gradebook_url(self.course)
 
-    def config(self):
-        return nbgrader_config(self.course, timeout=self.timeout, notebook_timeout=self.notebook_timeout)
+    @property
+    def work(self) -> Path:
+        """What later runs reuse: registered courses (``courses/KEY``) and finished students (``results/KEY``)."""
+        return self.out / ".work"
 
-    def sandbox_session(self, role: str, files: list[Path]):
-        from autograder.execute import SandboxSession
-
-        # Student code may read none of these: the solutions, every submission, every result.
-        hide = [SOLUTIONS.resolve(), self.submissions_dir.resolve(), self.out.resolve(), _jupyter_runtime_dir()]
-        return SandboxSession(mode=self.sandbox_mode, role=role, files=files, hide=hide, drop_user=self.drop_user,
-                              limits=self.limits)
+    def settings(self) -> jobs.Settings:
+        # Kernels side by side share the cores: one thread each unless the instructor says otherwise.
+        threads = str(max(1, (os.cpu_count() or 1) // max(1, self.workers)))
+        env = {} if "OMP_NUM_THREADS" in os.environ else {"OMP_NUM_THREADS": threads, "MKL_NUM_THREADS": threads}
+        return jobs.Settings(mode=self.sandbox_mode, drop_user=self.drop_user, limits=self.limits,
+                             timeout=self.timeout, notebook_timeout=self.notebook_timeout,
+                             hide=[str(self.submissions_dir.resolve()), str(self.out.resolve())], env=env)
 
     def handed_in(self) -> list[Submission]:
         return [s for s in self.submissions if s.status != "missing"]
@@ -118,7 +138,7 @@ class GradingRun:
 # --------------------------------------------------------------------- steps
 
 def check_inputs(run: GradingRun) -> None:
-    """The assignment exists, the submissions folder exists, and no earlier results would be lost."""
+    """The assignment and the submissions exist, no other run uses ``--out``, and no manual grade would be lost."""
     run.expected_notebooks = [path.stem for path in source_notebooks(run.assignment)]
     if not run.submissions_dir.is_dir():
         raise CourseError(f"--submissions {run.submissions_dir}: no such folder")
@@ -126,11 +146,42 @@ def check_inputs(run: GradingRun) -> None:
     if out == submissions or submissions in out.parents or out in submissions.parents:
         raise CourseError(f"--out {run.out} and --submissions {run.submissions_dir} must not contain each other: "
                           "grading never writes next to the submissions")
-    if (run.out / "course" / "gradebook.db").exists() and not run.replace:
+    run.work.mkdir(parents=True, exist_ok=True)
+    run.lock = open(run.work / "lock", "a")
+    try:
+        fcntl.flock(run.lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        raise CourseError(f"{run.out}: another grading run is using this folder; wait for it to finish") from None
+    for stale in run.out.glob(".staging-*"):  # left by a run that was killed
+        shutil.rmtree(stale, ignore_errors=True)
+    where = run.db or gradebook_url(run.out / "course")
+    manual = 0 if run.replace else _manual_grades(where, run.db is None and not (run.out / "course").exists())
+    if manual:
         raise CourseError(
-            f"{run.out / 'course' / 'gradebook.db'} already holds a graded class; grading again would replace it "
-            "and any manual grades in it. Choose a new --out folder, or pass --replace to discard it."
-        )
+            f"{where.split('@')[-1]} holds {manual} manual grade(s) or comment(s) for this course; grading again "
+            "would replace them. Choose a new --out folder (and database), or pass --replace to discard them.")
+
+
+def _manual_grades(url: str, absent: bool) -> int:
+    """How many grades and comments a person entered in the gradebook at ``url`` (0 if there is none)."""
+    if absent:
+        return 0
+    import sqlalchemy
+
+    engine = sqlalchemy.create_engine(url)
+    try:
+        with engine.connect() as connection:
+            tables = sqlalchemy.inspect(connection).get_table_names()
+            if "grade" not in tables:
+                return 0
+            return connection.execute(sqlalchemy.text(
+                "SELECT (SELECT count(*) FROM grade WHERE manual_score IS NOT NULL) + "
+                "(SELECT count(*) FROM comment WHERE manual_comment IS NOT NULL AND manual_comment != '')")).scalar()
+    except sqlalchemy.exc.SQLAlchemyError as error:
+        raise CourseError(f"cannot read the gradebook at {url.split('@')[-1]}: {error.__class__.__name__}: "
+                          f"{str(error).splitlines()[0]}") from None
+    finally:
+        engine.dispose()
 
 
 def set_up_sandbox(run: GradingRun) -> None:
@@ -141,7 +192,7 @@ def set_up_sandbox(run: GradingRun) -> None:
         raise CourseError(str(error)) from None
     run.drop_user = run.sandbox_mode == "root" or (run.sandbox_mode == "none" and sandbox.can_drop_user(sandbox.SANDBOX_UID))
     log.info("sandbox: mode %s%s; limits: %s; cell %d s, notebook %d s", run.sandbox_mode,
-             f", user id {sandbox.SANDBOX_UID}" if run.drop_user else "", run.limits, run.timeout,
+             f", user ids from {sandbox.SANDBOX_UID}" if run.drop_user else "", run.limits, run.timeout,
              run.notebook_timeout)
     for missing in sandbox.missing_protections(run.sandbox_mode, run.drop_user):
         log.warning("SANDBOX PROTECTION MISSING: %s", missing)
@@ -225,14 +276,38 @@ def hash_submissions(run: GradingRun) -> None:
 
 def prepare_course(run: GradingRun) -> None:
     """A fresh nbgrader course directory in a staging folder inside ``--out``."""
-    run.out.mkdir(parents=True, exist_ok=True)
-    run.staging = run.out / f".staging-{time.strftime('%Y%m%d-%H%M%S')}-{id(run) % 10_000:04d}"
+    run.staging = run.out / f".staging-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
     run.staging.mkdir()
     shutil.copytree(SOLUTIONS / run.assignment, run.course / "source" / run.assignment, ignore=IGNORED)
-    _write_course_config(run.course, run.timeout, run.notebook_timeout)
+    _write_course_config(run.course, run.timeout, run.notebook_timeout, run.db)
+    run.course_key = _digest([run.assignment, *_flat(_files(run.course / "source")), *_flat(_code())])
 
 
-def _write_course_config(course: Path, timeout: int, notebook_timeout: int) -> None:
+def _digest(parts) -> str:
+    hasher = hashlib.sha256()
+    for part in parts:
+        data = part if isinstance(part, bytes) else str(part).encode()
+        hasher.update(len(data).to_bytes(8, "big") + data)
+    return hasher.hexdigest()
+
+
+def _files(folder: Path, pattern: str = "*") -> dict[str, bytes]:
+    """Every file under ``folder`` by its relative name, in a fixed order."""
+    return {path.relative_to(folder).as_posix(): path.read_bytes()
+            for path in sorted(folder.rglob(pattern)) if path.is_file()}
+
+
+def _flat(files: dict[str, bytes]) -> list:
+    return [part for name in sorted(files) for part in (name, files[name])]
+
+
+def _code() -> dict[str, bytes]:
+    """The grading code itself: a change to it makes earlier results stale."""
+    return {f"{package}/{name}": data for package in ("autograder", "nlpbook")
+            for name, data in _files(REPO_ROOT / package, "*.py").items()}
+
+
+def _write_course_config(course: Path, timeout: int, notebook_timeout: int, db: str | None) -> None:
     # The same configuration as the grader's (one source: autograder.course.nbgrader_config),
     # computed from the file's own folder so that it still holds after the folder is moved.
     (course / "nbgrader_config.py").write_text(
@@ -242,45 +317,75 @@ def _write_course_config(course: Path, timeout: int, notebook_timeout: int) -> N
         "from autograder.course import nbgrader_config\n\n"
         "c = get_config()  # noqa: F821\n"
         f"c.merge(nbgrader_config(Path(__file__).resolve().parent, timeout={timeout}, "
-        f"notebook_timeout={notebook_timeout}))\n",
+        f"notebook_timeout={notebook_timeout}))\n" + (f"c.CourseDirectory.db_url = {_without_password(db)!r}\n" if db else ""),
         encoding="utf-8",
     )
 
 
+def _without_password(url: str) -> str:
+    """The URL as the formgrader needs it; the password stays in ~/.pgpass or $PGPASSWORD, not in a file."""
+    from sqlalchemy.engine import make_url
+
+    return make_url(url).set(password=None).render_as_string(hide_password=False)
+
+
 def register_assignment(run: GradingRun) -> None:
-    """nbgrader's generate_assignment: records the cells, points and checksums in the gradebook."""
+    """nbgrader's generate_assignment records the cells, points and checksums; reused while the source is unchanged.
+
+    Reusing the same registration keeps the gradebook's cell ids, so results saved by an
+    earlier run still fit.
+    """
+    saved = run.work / "courses" / run.course_key
+    if (saved / "gradebook.db").exists():
+        shutil.copyfile(saved / "gradebook.db", run.course / "gradebook.db")
+        shutil.copytree(saved / "release", run.course / "release", dirs_exist_ok=True)
+        return
     run_generate_assignment(run.course, run.assignment)
+    _save_atomically(saved, {"gradebook.db": (run.course / "gradebook.db").read_bytes(),
+                             **{f"release/{k}": v for k, v in _files(run.course / "release").items()}})
+
+
+def _save_atomically(folder: Path, files: dict[str, bytes]) -> None:
+    """Write ``files`` under ``folder``, which appears complete or not at all."""
+    temporary = folder.with_name(f".{folder.name}.{os.getpid()}")
+    shutil.rmtree(temporary, ignore_errors=True)
+    for relative, data in files.items():
+        (temporary / relative).parent.mkdir(parents=True, exist_ok=True)
+        (temporary / relative).write_bytes(data)
+    if folder.exists():
+        shutil.rmtree(temporary)
+        return
+    temporary.rename(folder)
+
+
+def start_workers(run: GradingRun) -> None:
+    """Worker processes on this machine (``--workers``), or the workers of a Dask cluster (``--scheduler``)."""
+    from autograder.pool import DaskPool, LocalPool
+
+    if run.scheduler:
+        try:
+            run.pool = DaskPool(run.scheduler)
+        except (OSError, TimeoutError) as error:
+            raise CourseError(f"--scheduler {run.scheduler}: cannot reach the Dask scheduler ({error})") from None
+        log.info("workers: %d on the Dask cluster at %s", run.pool.workers, run.scheduler)
+    else:
+        run.pool = LocalPool(run.workers)
+        log.info("workers: %d processes on this machine", run.workers)
 
 
 def record_reference(run: GradingRun) -> None:
     """Run the solution once in the sandbox; its check records are what students are compared with."""
-    from autograder.execute import SandboxedExecute
-    from autograder.verdicts import reference_records
-
-    import nbformat
-
-    folder = run.course / "reference"
-    folder.mkdir()
-    for path in sorted((run.course / "source" / run.assignment).glob("*.ipynb")):
-        notebook = nbformat.read(str(path), as_version=4)
-        session = run.sandbox_session("reference", [])
-        with session as kernel_config:
-            config = run.config()
-            config.merge(kernel_config)
-            try:
-                executed, _ = SandboxedExecute(config=config).preprocess(notebook,
-                                                                         {"metadata": {"path": str(path.parent)}})
-            except Exception as error:
-                raise CourseError(
-                    f"the sandbox (mode {run.sandbox_mode}) could not run the solution {path.name}: {error}\n"
-                    f"kernel output:\n{session.console()[-3000:]}\n"
-                    "If this machine cannot give that mode, choose another with --sandbox.") from None
-        try:
-            records = reference_records(executed)
-        except ValueError as error:
-            raise CourseError(f"{SOLUTIONS / run.assignment / path.name}: {error}") from None
-        (folder / f"{path.stem}.json").write_text(json.dumps(records), encoding="utf-8")
-        log.info("reference: %s, %d test cells, %d checks", path.name, len(records),
+    saved = run.work / "courses" / run.course_key / "reference"
+    if not saved.is_dir():
+        course = jobs.Course.read(run.course, run.assignment)
+        [result] = run.pool.run([jobs.Job("reference", "", course, run.settings())])
+        if not result.success:
+            raise CourseError(f"{result.message}\nIf this machine cannot give that mode, choose another with --sandbox.")
+        _save_atomically(saved, {k.split("/", 1)[1]: v for k, v in result.files.items()})
+    shutil.copytree(saved, run.course / "reference")
+    for path in sorted(saved.glob("*.json")):
+        records = json.loads(path.read_text(encoding="utf-8"))
+        log.info("reference: %s.ipynb, %d test cells, %d checks", path.stem, len(records),
                  sum(len(r) for r in records.values()))
 
 
@@ -299,28 +404,82 @@ def collect_submissions(run: GradingRun) -> None:
                 shutil.copyfile(notebook, target / notebook.name)
 
 
-def autograde(run: GradingRun) -> None:
-    """nbgrader's autograde, one student at a time; a failure is logged and flagged, and grading goes on."""
-    from nbgrader.apps import NbGraderAPI
-
+def grade_submissions(run: GradingRun) -> None:
+    """Each student is a job for the workers, unless an earlier run saved its result; results merge in here."""
+    course = jobs.Course.read(run.course, run.assignment)
+    settings = run.settings()
+    results = run.work / "results"
+    results.mkdir(exist_ok=True)
+    todo, keys = [], {}
     for submission in run.handed_in():
-        start = time.perf_counter()
-        submitted = run.course / "submitted" / submission.student / run.assignment
-        with run.sandbox_session("student", sorted(submitted.glob("*.ipynb"))) as kernel_config:
-            config = run.config()
-            config.merge(kernel_config)
-            result = NbGraderAPI(config=config).autograde(run.assignment, submission.student, force=True,
-                                                          create=True)
-        submission.seconds = time.perf_counter() - start
-        if result["success"]:
-            submission.status = "graded"
-            _log_stopped_kernels(submission, result.get("log") or "")
+        notebooks = {path.name: path.read_bytes() for path in submission.notebooks}
+        job = jobs.Job("student", submission.student, course, settings, notebooks)
+        keys[submission.student] = key = _digest([run.course_key, *_flat(_files(run.course / "reference")),
+                                                  submission.student, *_flat(notebooks), repr(settings)])
+        if (results / key).exists() and not run.regrade:
+            _merge(run, submission, pickle.loads((results / key).read_bytes()), reused=True)
         else:
-            submission.status = "failed"
-            reason = (result.get("error") or result.get("log") or "no message").strip().splitlines()[-1]
-            submission.flag(f"{run.assignment}: nbgrader autograde failed ({reason})")
-            log.debug("%s: nbgrader log:\n%s", submission.student, result.get("log", ""))
-    _read_scores(run)
+            todo.append(job)
+    by_student = {s.student: s for s in run.submissions}
+    reused = len(run.handed_in()) - len(todo)
+    log.info("%d to grade, %d already graded by an earlier run%s", len(todo), reused,
+             " (--regrade grades them again)" if reused else "")
+    with _Progress(len(todo), run.progress) as progress:
+        for result in run.pool.run(todo):
+            submission = by_student[result.student]
+            if result.success:  # failures are not saved: the next run tries them again
+                temporary = results / f".{keys[result.student]}.{os.getpid()}"
+                temporary.write_bytes(pickle.dumps(result))
+                os.replace(temporary, results / keys[result.student])
+            _merge(run, submission, result)
+            progress.done(submission)
+
+
+def _merge(run: GradingRun, submission: Submission, result: jobs.Result, reused: bool = False) -> None:
+    """Put one worker's result into the staging course: its files, and its rows in the gradebook."""
+    submission.seconds = result.seconds
+    if not result.success:
+        submission.status = "failed"
+        submission.flag(f"{run.assignment}: {result.message}")
+        log.debug("%s: nbgrader log:\n%s", submission.student, result.log)
+        return
+    for relative, data in result.files.items():
+        (run.course / relative).parent.mkdir(parents=True, exist_ok=True)
+        (run.course / relative).write_bytes(data)
+    jobs.merge_rows(run.db_url, result.rows)
+    submission.status = "graded"
+    if result.message:
+        submission.flag(result.message)
+    _log_stopped_kernels(submission, result.log)
+    log.info("%-20s graded%s in %.1f s", submission.student, " (saved by an earlier run)" if reused else "",
+             result.seconds)
+
+
+class _Progress:
+    """A progress bar on the terminal: done, failed, remaining and an estimate of the time left."""
+
+    def __init__(self, total: int, enabled: bool):
+        from tqdm import tqdm
+
+        self.bar = tqdm(total=total, unit="student", disable=not (enabled and sys.stderr.isatty()) or total == 0,
+                        dynamic_ncols=True)
+        self.failed = 0
+
+    def __enter__(self):
+        from tqdm.contrib.logging import logging_redirect_tqdm
+
+        self.redirect = logging_redirect_tqdm([log])
+        self.redirect.__enter__()
+        return self
+
+    def done(self, submission: Submission) -> None:
+        self.failed += submission.status == "failed"
+        self.bar.update(1)
+        self.bar.set_postfix(failed=self.failed, remaining=self.bar.total - self.bar.n, refresh=False)
+
+    def __exit__(self, *exc) -> None:
+        self.bar.close()
+        self.redirect.__exit__(*exc)
 
 
 def _log_stopped_kernels(submission: Submission, nbgrader_log: str) -> None:
@@ -331,13 +490,8 @@ def _log_stopped_kernels(submission: Submission, nbgrader_log: str) -> None:
             submission.flag(f"notebook stopped early, {reason}; the cells after it were not run", review=False)
 
 
-def _jupyter_runtime_dir() -> Path:
-    from jupyter_core.paths import jupyter_runtime_dir
-
-    return Path(jupyter_runtime_dir()).resolve()
-
-
-def _read_scores(run: GradingRun) -> None:
+def read_scores(run: GradingRun) -> None:
+    """Each student's total and maximum, from the gradebook."""
     from nbgrader.api import Gradebook, MissingEntry
 
     with Gradebook(run.db_url, COURSE_ID) as gradebook:
@@ -350,27 +504,12 @@ def _read_scores(run: GradingRun) -> None:
             submission.score, submission.max_score = record.score, record.max_score
             if record.needs_manual_grade:
                 submission.problems.append("written answers wait for manual grading")
-
-
-def generate_feedback(run: GradingRun) -> None:
-    """nbgrader's feedback (HTML, hidden tests removed) for every graded student."""
-    from nbgrader.apps import NbGraderAPI
-
-    api = NbGraderAPI(config=run.config())
-    for submission in (s for s in run.submissions if s.status == "graded"):
-        result = api.generate_feedback(run.assignment, submission.student, force=True)
-        if not result["success"]:
-            submission.flag("feedback could not be generated; see the log")
-            log.debug("%s: nbgrader log:\n%s", submission.student, result.get("log", ""))
     feedback = run.course / "feedback"
-    if feedback.exists():
-        shutil.copytree(feedback, run.staging / "feedback")
-    else:
-        (run.staging / "feedback").mkdir()
+    shutil.copytree(feedback, run.staging / "feedback") if feedback.exists() else (run.staging / "feedback").mkdir()
 
 
 def export_grades(run: GradingRun) -> None:
-    """``grades.csv`` (nbgrader's CSV export) and ``parts.csv`` (one row per graded cell)."""
+    """``grades.csv`` (nbgrader's CSV export), ``parts.csv`` (one row per graded cell), ``lms.csv`` (totals)."""
     from nbgrader.api import Gradebook, MissingEntry
     from nbgrader.plugins import CsvExportPlugin
 
@@ -389,6 +528,44 @@ def export_grades(run: GradingRun) -> None:
                     for grade in sorted(notebook.grades, key=lambda g: g.name):
                         writer.writerow([submission.student, run.assignment, notebook.name, grade.name,
                                          grade.score, grade.max_score, grade.needs_manual_grade])
+    # What an LMS grade import (Moodle, Canvas, Blackboard) maps: an id column and one grade column.
+    with open(run.staging / "lms.csv", "w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["student_id", f"{run.assignment} (out of {run.submissions[0].max_score:g})"])
+        for submission in run.submissions:
+            writer.writerow([submission.student, f"{submission.score:g}"])
+
+
+def publish_database(run: GradingRun) -> None:
+    """With ``--db``: copy the whole gradebook into that database in one transaction (nothing half-written)."""
+    if not run.db:
+        return
+    import sqlalchemy
+    from nbgrader.api import Base, Gradebook
+
+    try:
+        Gradebook(run.db, COURSE_ID).close()  # nbgrader creates its tables (and their version) if they are new
+        source, target = sqlalchemy.create_engine(run.db_url), sqlalchemy.create_engine(run.db)
+        try:
+            with source.connect() as reading, target.begin() as writing:
+                courses = {row[0] for row in writing.execute(sqlalchemy.text("SELECT id FROM course"))}
+                if courses - {COURSE_ID}:
+                    raise CourseError(f"--db {run.db.split('@')[-1]}: it holds other courses ({', '.join(sorted(courses - {COURSE_ID}))}); "
+                                      "give each course a database of its own")
+                for table in reversed(Base.metadata.sorted_tables):
+                    writing.execute(table.delete())
+                for table in Base.metadata.sorted_tables:
+                    rows = [dict(row) for row in reading.execute(table.select()).mappings()]
+                    if rows:
+                        writing.execute(table.insert(), rows)
+        finally:
+            source.dispose()
+            target.dispose()
+    except sqlalchemy.exc.SQLAlchemyError as error:
+        raise CourseError(f"--db {run.db.split('@')[-1]}: {error.__class__.__name__}: {str(error).splitlines()[0]} "
+                          "(nothing was published)") from None
+    (run.course / "gradebook.db").unlink()  # one gradebook only: the database
+    log.info("gradebook published to %s", _without_password(run.db))
 
 
 def check_submissions_unchanged(run: GradingRun) -> None:
@@ -420,7 +597,7 @@ def _remove(path: Path) -> None:
 
 
 def summarize(run: GradingRun) -> None:
-    """One line per student, then the counts and every submission that needs a human look."""
+    """One line per student, then the counts, the slowest notebooks and every submission that needs a human look."""
     for submission in run.submissions:
         notes = "; ".join(submission.problems)
         log.info("%-20s %-8s %5.1f / %4.1f  %5.1fs  %s", submission.student, submission.status,
@@ -428,6 +605,8 @@ def summarize(run: GradingRun) -> None:
     counts = {status: sum(s.status == status for s in run.submissions) for status in ("graded", "failed", "missing")}
     log.info("%s: %d graded, %d failed, %d not handed in; results in %s", run.assignment,
              counts["graded"], counts["failed"], counts["missing"], run.out)
+    slowest = sorted(run.handed_in(), key=lambda s: -s.seconds)[:5]
+    log.info("slowest: %s", ", ".join(f"{s.student} {s.seconds:.1f} s" for s in slowest) or "none")
     for submission in run.submissions:
         if submission.needs_review:
             log.warning("NEEDS REVIEW %s: %s", submission.student, "; ".join(submission.problems))
@@ -440,28 +619,37 @@ STEPS: list[Callable[[GradingRun], None]] = [
     hash_submissions,
     prepare_course,
     register_assignment,
+    start_workers,
     record_reference,
     collect_submissions,
-    autograde,
-    generate_feedback,
+    grade_submissions,
+    read_scores,
     export_grades,
     check_submissions_unchanged,
+    publish_database,
     publish,
     summarize,
 ]
 
 
 def grade(assignment: str, submissions: Path, out: Path, *, timeout: int = 60, notebook_timeout: int = 600,
-          replace: bool = False, sandbox_mode: str = "auto", limits: sandbox.Limits | None = None) -> GradingRun:
+          replace: bool = False, regrade: bool = False, sandbox_mode: str = "auto", limits: sandbox.Limits | None = None,
+          workers: int | None = None, scheduler: str | None = None, db: str | None = None,
+          progress: bool = True) -> GradingRun:
     """Run :data:`STEPS` in order; on any error the staging folder is removed and nothing is published."""
     run = GradingRun(assignment=assignment, submissions_dir=Path(submissions), out=Path(out),
-                     timeout=timeout, notebook_timeout=notebook_timeout, replace=replace, sandbox_mode=sandbox_mode,
-                     limits=limits or sandbox.Limits(cpu_seconds=notebook_timeout + 60))
+                     timeout=timeout, notebook_timeout=notebook_timeout, replace=replace, regrade=regrade,
+                     sandbox_mode=sandbox_mode, limits=limits or sandbox.Limits(cpu_seconds=notebook_timeout + 60),
+                     workers=workers or os.cpu_count() or 1, scheduler=scheduler, db=db, progress=progress)
     try:
         for step in STEPS:
             log.debug("step %s", step.__name__)
             step(run)
     finally:
+        if run.pool is not None:
+            run.pool.close()
         if run.staging is not None and run.staging.exists():
             shutil.rmtree(run.staging)
+        if run.lock is not None:
+            run.lock.close()
     return run

@@ -35,23 +35,24 @@ import os
 import resource
 import shutil
 import signal
+import socket
 import stat
 import subprocess
 import sys
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Callable
 
 SPEC_FILE = "sandbox.json"
 MODES = ("root", "userns", "none")
-NAMESPACE_FLAGS = ["--net", "--mount", "--pid", "--fork", "--kill-child", "--mount-proc", "--propagation", "private"]
-USER_NAMESPACE_FLAGS = ["--user", "--map-root-user"]
 PRIVATE_DIRS = ("/tmp", "/var/tmp", "/dev/shm")
 SANDBOX_UID = 61000  # no account has it: every process with this id belongs to a sandbox
 
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
-MS_REMOUNT, MS_BIND, MS_REC = 32, 4096, 16384
-PR_SET_NO_NEW_PRIVS = 38
+MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
+CLONE_NEWNS, CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET = 0x00020000, 0x10000000, 0x20000000, 0x40000000
+PR_SET_PDEATHSIG, PR_SET_NO_NEW_PRIVS = 1, 38
 
 
 @dataclass
@@ -77,6 +78,7 @@ class SandboxSpec:
     expose: list[str] = field(default_factory=list)
     limits: Limits = field(default_factory=Limits)
     env: dict[str, str] = field(default_factory=dict)
+    zygote: str = ""  # the socket of the process that forks kernels (autograder.zygote)
 
     def write(self, root: Path) -> None:
         path = root / SPEC_FILE
@@ -92,20 +94,23 @@ class SandboxSpec:
 
 # ------------------------------------------------------------ grader side
 
-def namespace_command(mode: str) -> list[str]:
-    """The ``unshare`` prefix for ``mode`` (empty for ``none``)."""
-    if mode == "root":
-        return ["unshare", *NAMESPACE_FLAGS, "--"]
-    if mode == "userns":
-        return ["unshare", *USER_NAMESPACE_FLAGS, *NAMESPACE_FLAGS, "--"]
-    return []
-
-
 def _works(command: list[str], **kwargs) -> bool:
     try:
         return subprocess.run(command, capture_output=True, timeout=60, **kwargs).returncode == 0
     except (OSError, subprocess.SubprocessError):
         return False
+
+
+def can_enter_namespaces(mode: str) -> bool:
+    """Whether a child process can create ``mode``'s namespaces and mount in them."""
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - child
+        try:
+            enter_namespaces(mode)
+            os._exit(0)
+        except BaseException:  # noqa: BLE001 - any failure means no
+            os._exit(1)
+    return os.waitpid(pid, 0)[1] == 0
 
 
 def probe(requested: str = "auto") -> str:
@@ -114,10 +119,10 @@ def probe(requested: str = "auto") -> str:
     for mode in candidates:
         if mode == "root" and os.geteuid() != 0:
             continue
-        if mode == "none" or _works([*namespace_command(mode), "true"]):
+        if mode == "none" or can_enter_namespaces(mode):
             return mode
     raise ValueError(f"--sandbox {requested}: this machine cannot create the namespaces it needs "
-                     f"(`unshare` failed); use --sandbox auto or none")
+                     f"(unshare failed); use --sandbox auto or none")
 
 
 def can_drop_user(uid: int, python: str = sys.executable) -> bool:
@@ -125,6 +130,32 @@ def can_drop_user(uid: int, python: str = sys.executable) -> bool:
     if os.geteuid() != 0:
         return False
     return _works([python, "-I", "-c", "pass"], preexec_fn=lambda: (os.setgid(uid), os.setuid(uid)))
+
+
+def claim_uid(first: int = SANDBOX_UID, count: int = 256) -> int:
+    """A sandbox user id that no other grading process on this machine holds, kept until this one ends.
+
+    Kernels running side by side get different ids, so one kernel's process
+    limit (a fork bomb) or leftover processes never touch another's.
+    """
+    import fcntl
+    import tempfile
+
+    folder = Path(tempfile.gettempdir()) / "nlpbook-sandbox-ids"
+    folder.mkdir(mode=0o755, exist_ok=True)
+    for uid in range(first, first + count):
+        handle = open(folder / f"{uid}.lock", "a")
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            handle.close()
+            continue
+        _held_ids.append(handle)  # the lock lasts as long as the open file
+        return uid
+    raise RuntimeError(f"all {count} sandbox user ids from {first} are in use")
+
+
+_held_ids: list = []
 
 
 def missing_protections(mode: str, drop_user: bool) -> list[str]:
@@ -243,9 +274,8 @@ def build_file_system(spec: SandboxSpec, root: Path) -> None:
            f"mode=0700,size={spec.limits.disk_mb}m{owner}")
 
 
-def _limit_and_drop(spec: SandboxSpec) -> None:
-    """In the kernel's process, between fork and exec: limits, then the unprivileged user."""
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
+def limit_and_drop(spec: SandboxSpec) -> None:
+    """In the kernel's process: limits, then the unprivileged user; nothing can raise them again."""
     limits = spec.limits
     mib = 1 << 20
     settings = [(resource.RLIMIT_AS, limits.memory_mb * mib), (resource.RLIMIT_NOFILE, limits.open_files),
@@ -262,25 +292,36 @@ def _limit_and_drop(spec: SandboxSpec) -> None:
         os.setuid(spec.uid)
 
 
-def _lock_socket_folder(ipc: Path, kernel: subprocess.Popen, uid_dropped: bool) -> None:
-    """Once the kernel has bound its five sockets, it may create nothing more in the shared folder."""
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and kernel.poll() is None:
-        if sum(1 for entry in ipc.iterdir() if entry.is_socket()) >= 5:
-            break
-        time.sleep(0.02)
-    if uid_dropped:
-        os.chown(ipc, 0, 0)
-    ipc.chmod(0o555)
+def enter_namespaces(mode: str) -> None:
+    """Move this (single-threaded) process into new namespaces for ``mode``; its next child is process 1."""
+    if mode == "none":
+        return
+    flags = CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWPID | (CLONE_NEWUSER if mode == "userns" else 0)
+    uid, gid = os.getuid(), os.getgid()
+    if _libc.unshare(flags) != 0:
+        error = ctypes.get_errno()
+        raise OSError(error, f"sandbox: unshare ({mode}): {os.strerror(error)}")
+    if mode == "userns":
+        # Root inside the namespace is the grader outside it: what `unshare --map-root-user` writes.
+        Path("/proc/self/setgroups").write_text("deny")
+        Path("/proc/self/uid_map").write_text(f"0 {uid} 1")
+        Path("/proc/self/gid_map").write_text(f"0 {gid} 1")
+    _mount("none", "/", None, MS_REC | MS_PRIVATE)  # nothing mounted here reaches the grader
 
 
-def run_kernel(connection_file: str, kernel_args: list[str]) -> int:
-    """The sandbox's first process: build the file system, start the kernel, wait for it."""
-    info = json.loads(Path(connection_file).read_text(encoding="utf-8"))
-    ipc = Path(info["ip"]).parent
-    root = ipc.parent
-    spec = SandboxSpec.read(root)
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # interrupts reach the kernel through its process group
+def mount_proc() -> None:
+    """In the namespace's first process: a ``/proc`` that shows only the namespace's processes."""
+    _mount("none", "/proc", None, MS_REC | MS_PRIVATE)
+    _mount("proc", "/proc", "proc", MS_NOSUID | MS_NOEXEC | MS_NODEV)
+
+
+def die_with_parent() -> None:
+    """Ask the operating system to kill this process when the process that started it ends."""
+    _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+
+
+def prepare(spec: SandboxSpec, root: Path, info: dict) -> tuple[Path, Path, dict[str, str]]:
+    """Inside the namespaces: the file system, the kernel's folder and its environment."""
     os.chdir(root)
     if spec.mode != "none":
         build_file_system(spec, root)
@@ -295,32 +336,67 @@ def run_kernel(connection_file: str, kernel_args: list[str]) -> int:
         for dirpath, dirnames, filenames in os.walk(work):
             for name in [dirpath, *(os.path.join(dirpath, n) for n in dirnames + filenames)]:
                 os.lchown(name, spec.uid, spec.uid)
-    # The kernel's own console (its banner, crashes, C-level prints) goes to a file, not the grader's.
-    with open(root / "kernel.log", "ab") as console:
-        kernel = subprocess.Popen(
-            [sys.executable, "-m", "ipykernel_launcher", "-f", str(connection), *kernel_args],
-            cwd=work, env={**spec.env, **home}, preexec_fn=lambda: _limit_and_drop(spec), close_fds=True,
-            stdin=subprocess.DEVNULL, stdout=console, stderr=subprocess.STDOUT,
-        )
-    _lock_socket_folder(ipc, kernel, spec.drop_user)
-    code = kernel.wait()
-    if spec.mode == "none" and spec.drop_user:
-        kill_user_processes(spec.uid)
-    return code
+    return work, connection, {**spec.env, **home}
+
+
+def lock_socket_folder(ipc: Path, alive: Callable[[], bool], uid_dropped: bool) -> None:
+    """Once the kernel has bound its five sockets, it may create nothing more in the shared folder."""
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and alive():
+        if sum(1 for entry in ipc.iterdir() if entry.is_socket()) >= 5:
+            break
+        time.sleep(0.01)
+    if uid_dropped:
+        os.chown(ipc, 0, 0)
+    ipc.chmod(0o555)
+
+
+# ------------------------------------------------------------ the kernel command
+
+RELAYED_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
+
+
+def read_message(connection: socket.socket, buffer: bytearray) -> dict | None:
+    """One newline-terminated JSON message from ``connection``, or ``None`` at its end."""
+    while b"\n" not in buffer:
+        chunk = connection.recv(65536)
+        if not chunk:
+            return None
+        buffer.extend(chunk)
+    line, _, rest = bytes(buffer).partition(b"\n")
+    buffer[:] = rest
+    return json.loads(line)
+
+
+def send_message(connection: socket.socket, message: dict) -> None:
+    connection.sendall(json.dumps(message).encode() + b"\n")
 
 
 def main(argv: list[str]) -> int:
-    """Entry point of the kernel command: re-run inside the namespaces, then start the kernel."""
-    if argv and argv[0] == "--inside":
-        return run_kernel(argv[1], argv[2:])
+    """The kernel command nbclient starts: ask the zygote for a sandboxed kernel and stand in for it.
+
+    This process is what the kernel manager sees: it forwards interrupts and
+    terminations to the kernel, and ends the way the kernel ended.  If it is
+    killed, the zygote's relay sees the socket close and kills the namespace.
+    """
+    die_with_parent()
     connection_file = argv[0]
     info = json.loads(Path(connection_file).read_text(encoding="utf-8"))
     spec = SandboxSpec.read(Path(info["ip"]).parent.parent)
-    # -I: the launcher runs as root in the kernel's folder; never import from there.
-    command = [*namespace_command(spec.mode), sys.executable, "-I", "-m", "autograder.sandbox", "--inside",
-               connection_file, *argv[1:]]
-    os.execvp(command[0], command)
-    return 1  # pragma: no cover - exec does not return
+    connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    connection.connect(spec.zygote)
+    send_message(connection, {"connection_file": connection_file, "args": argv[1:]})
+    for number in RELAYED_SIGNALS:
+        signal.signal(number, lambda number, _frame: send_message(connection, {"signal": number}))
+    reply = read_message(connection, bytearray())
+    if reply is None:
+        print("sandbox: the kernel zygote closed the connection", file=sys.stderr)
+        return 1
+    code = os.waitstatus_to_exitcode(reply["status"])
+    if code < 0:  # end as the kernel ended: killed by the same signal
+        signal.signal(-code, signal.SIG_DFL)
+        os.kill(os.getpid(), -code)
+    return code
 
 
 if __name__ == "__main__":

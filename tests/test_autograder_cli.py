@@ -1,10 +1,12 @@
 """The grading command's answers to bad input: a clear message naming the problem, nothing written."""
 from __future__ import annotations
 
+import sqlite3
+
 import nbformat
 
 from conftest import run_autograder
-from submissions import solved, write
+from autograder.handins import solved, write
 
 
 def test_unknown_assignment_is_named(tmp_path):
@@ -36,7 +38,7 @@ def test_an_empty_class_is_an_error(tmp_path):
     assert "skipped, not a folder" in result.stderr and "no student folders found" in result.stderr
 
 
-def test_a_graded_class_is_not_replaced_without_asking(tmp_path):
+def test_manual_grades_are_not_replaced_without_asking(tmp_path):
     classroom, out = tmp_path / "class", tmp_path / "out"
     write(solved("04-attention", "attention"), classroom / "ada" / "04-attention", "attention")
     (classroom / "bad id!").mkdir()
@@ -46,8 +48,14 @@ def test_a_graded_class_is_not_replaced_without_asking(tmp_path):
     assert "'bad id!' is not a usable student id" in first.stderr and "a link is not a student folder" in first.stderr
     grades = (out / "grades.csv").read_text()
     assert grades.count("\n") == 2  # header + ada
+    # Nothing entered by hand yet: grading again is safe, and grades nobody twice.
     second = run_autograder("grade", "04-attention", "--submissions", str(classroom), "--out", str(out))
-    assert second.returncode == 2 and "already holds a graded class" in second.stderr
+    assert second.returncode == 0 and "0 to grade, 1 already graded" in second.stderr
+    assert (out / "grades.csv").read_text() == grades
+    with sqlite3.connect(out / "course" / "gradebook.db") as database:
+        database.execute("UPDATE comment SET manual_comment = 'Well argued.' WHERE rowid = 1")
+    refused = run_autograder("grade", "04-attention", "--submissions", str(classroom), "--out", str(out))
+    assert refused.returncode == 2 and "holds 1 manual grade(s) or comment(s)" in refused.stderr
     assert (out / "grades.csv").read_text() == grades
     third = run_autograder("grade", "04-attention", "--submissions", str(classroom), "--out", str(out), "--replace")
     assert third.returncode == 0 and (out / "grades.csv").read_text().count("\n") == 2

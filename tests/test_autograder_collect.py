@@ -53,3 +53,27 @@ def test_the_command_reports_a_bad_zip_and_exits_2(tmp_path):
     (tmp_path / "junk.zip").write_bytes(b"not a zip")
     result = run_autograder("collect", str(tmp_path / "junk.zip"), "--out", str(tmp_path / "submissions"))
     assert result.returncode == 2 and "not a readable zip file" in result.stderr
+
+
+def test_a_canvas_download_is_filed_under_student_and_assignment(tmp_path):
+    archive = _zip(tmp_path / "canvas.zip", [
+        ("adalovelace_1201_98001_attention.ipynb", "{}", REGULAR),
+        ("bobbyte_late_1202_98002_attention-1.ipynb", "{}", REGULAR),  # late, second attempt
+    ])
+    files = extract_zip(archive, tmp_path / "submissions", "04-attention")
+    assert sorted(f.relative_to(tmp_path).as_posix() for f in files) == [
+        "submissions/adalovelace/04-attention/attention.ipynb", "submissions/bobbyte/04-attention/attention.ipynb"]
+
+
+@pytest.mark.parametrize("members, problem", [
+    ([("adalovelace_1201_98001_attention.ipynb", "{}", REGULAR), ("notes.txt", "x", REGULAR)], "does not match"),
+    ([("ada_1_2_attention.ipynb", "{}", REGULAR), ("ada_1_3_attention-1.ipynb", "{}", REGULAR)], "would both be"),
+    ([("ada_1_2_attention.ipynb", "{}", REGULAR), ("../ada_1_2_x.ipynb", "{}", REGULAR)], "climbs out"),
+    ([("ada_1_2_attention.ipynb", "{}", stat.S_IFLNK | 0o777)], "a symbolic link"),
+])
+def test_a_canvas_download_that_does_not_fit_writes_nothing(tmp_path, members, problem):
+    archive = _zip(tmp_path / "canvas.zip", members)
+    result = run_autograder("collect", str(archive), "--out", str(tmp_path / "submissions"),
+                            "--assignment", "04-attention")
+    assert result.returncode == 2 and problem in result.stderr
+    assert not (tmp_path / "submissions").exists()

@@ -19,7 +19,7 @@ import pytest
 
 from autograder.course import EXERCISES, SOLUTIONS
 from conftest import run_autograder
-from submissions import solved, write
+from autograder.handins import solved, write
 
 ASSIGNMENT, NOTEBOOK = "04-attention", "attention"
 AUTO_POINTS = 17.0

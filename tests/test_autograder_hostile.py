@@ -23,7 +23,7 @@ from nbformat.v4 import new_code_cell
 from autograder import sandbox
 from autograder.course import EXERCISES, REPO_ROOT, SOLUTIONS
 from conftest import run_autograder
-from submissions import solved, write
+from autograder.handins import solved, write
 
 ASSIGNMENT, NOTEBOOK = "04-attention", "attention"
 FULL = 17.0
@@ -453,7 +453,7 @@ def hostile_class(tmp_path_factory):
                             "--timeout", str(CELL_TIMEOUT), "--notebook-timeout", str(NOTEBOOK_TIMEOUT),
                             "--memory-mb", "3072")
     leftovers = [p for p in _processes() if p["cmdline"] == "sleep 987"]
-    sandboxed = [p for p in _processes() if p["uid"] == sandbox.SANDBOX_UID]
+    sandboxed = [p for p in _processes() if sandbox.SANDBOX_UID <= p["uid"] < sandbox.SANDBOX_UID + 256]
     listener.server.close()
     return {"out": out, "result": result, "before": before, "after": _sha256_tree(submissions),
             "repo_before": repo_before, "repo_after": _sha256_tree(REPO_ROOT / "nlpbook"),

@@ -10,7 +10,7 @@ import pytest
 from autograder import sandbox
 from autograder.execute import exposed_paths
 from conftest import run_autograder
-from submissions import solved, write
+from autograder.handins import solved, write
 
 
 def test_every_weaker_mode_names_what_it_does_not_protect():
@@ -23,7 +23,7 @@ def test_every_weaker_mode_names_what_it_does_not_protect():
 
 def test_probe_accepts_none_everywhere_and_refuses_a_mode_it_cannot_give(monkeypatch):
     assert sandbox.probe("none") == "none"
-    monkeypatch.setattr(sandbox, "_works", lambda command, **kwargs: False)
+    monkeypatch.setattr(sandbox, "can_enter_namespaces", lambda mode: False)
     with pytest.raises(ValueError, match="cannot create the namespaces"):
         sandbox.probe("userns")
     assert sandbox.probe("auto") == "none"
@@ -63,13 +63,13 @@ def test_grading_in_a_weaker_mode_still_grades_and_says_what_is_missing(tmp_path
                                                                        "user id 61000" not in log)
 
 
-def test_a_sandbox_that_cannot_start_a_kernel_is_a_clear_error(tmp_path, monkeypatch):
+def test_a_sandbox_that_cannot_start_a_kernel_is_a_clear_error(tmp_path):
     from autograder import grade as grading
     from autograder.course import CourseError
 
     write(solved("04-attention", "attention"), tmp_path / "submissions" / "honest" / "04-attention", "attention")
-    # A Python that does not exist inside the sandbox: the kernel cannot start.
-    monkeypatch.setattr("autograder.execute.sys.executable", "/nonexistent/python")
+    # 1 MiB of memory: the kernel dies as it starts.
     with pytest.raises(CourseError, match="could not run the solution attention.ipynb"):
-        grading.grade("04-attention", tmp_path / "submissions", tmp_path / "out", sandbox_mode="none")
+        grading.grade("04-attention", tmp_path / "submissions", tmp_path / "out", sandbox_mode="none",
+                      limits=sandbox.Limits(memory_mb=1), workers=1)
     assert not (tmp_path / "out" / "grades.csv").exists()

@@ -9,7 +9,7 @@ from nbclient import NotebookClient
 
 from autograder.course import EXERCISES, SOLUTIONS, assignments
 from autograder.generate import generate_release
-from submissions import MARKERS, solution_sources
+from autograder.handins import MARKERS, solution_sources
 
 ASSIGNMENTS = assignments()
 

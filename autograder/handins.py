@@ -34,10 +34,10 @@ def solution_sources(assignment: str, notebook: str) -> dict[str, str]:
 
 
 def solved(assignment: str, notebook: str, edits: dict[str, list[tuple[str, str]]] | None = None,
-           *, answers: bool = True) -> nbformat.NotebookNode:
-    """The exercise with every solution cell filled in, then ``edits`` applied per cell id."""
+           *, answers: bool = True, replace: dict[str, str] | None = None) -> nbformat.NotebookNode:
+    """The exercise with every solution cell filled in (``replace`` gives whole cells), then ``edits`` applied."""
     exercise = copy.deepcopy(load(EXERCISES / assignment / f"{notebook}.ipynb"))
-    sources = solution_sources(assignment, notebook)
+    sources = {**solution_sources(assignment, notebook), **(replace or {})}
     edits = dict(edits or {})
     for cell in exercise.cells:
         meta = cell.metadata.get("nbgrader", {})

@@ -1,0 +1,253 @@
+"""What a grading worker does: one job, in a private course, on any machine.
+
+A job carries everything it needs as bytes (the registered course: gradebook,
+source notebooks, the solution's check records; and one student's notebooks),
+so it runs the same in a local process and on a Dask worker elsewhere.  The
+worker grades in a private copy of the course with nbgrader's own
+``autograde`` and ``generate_feedback``, and returns the files they wrote and
+the gradebook rows they added.  Only the coordinating process writes the real
+gradebook (:func:`merge_rows`).
+
+Each worker process keeps one kernel zygote (:mod:`autograder.zygote`) and one
+sandbox user id of its own (:func:`autograder.sandbox.claim_uid`), so parallel
+kernels never share a process limit or a user.
+"""
+from __future__ import annotations
+
+import atexit
+import json
+import shutil
+import tempfile
+import time
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from autograder import sandbox
+from autograder.course import COURSE_ID, SOLUTIONS, gradebook_url, nbgrader_config
+
+# Rows of these tables belong to one student's submission; everything else is the course's.
+STUDENT_TABLES = ("submitted_assignment", "submitted_notebook", "grade", "comment")
+
+
+@dataclass
+class Settings:
+    """How kernels run: the same for every job of a grading run."""
+
+    mode: str
+    drop_user: bool
+    limits: sandbox.Limits
+    timeout: int
+    notebook_timeout: int
+    hide: list[str] = field(default_factory=list)  # the coordinator's folders that kernels must not see
+    env: dict[str, str] = field(default_factory=dict)  # added to every kernel's environment
+
+
+@dataclass
+class Course:
+    """A registered course as bytes: ``gradebook.db``, ``source/ASSIGNMENT/*`` and ``reference/*.json``."""
+
+    assignment: str
+    files: dict[str, bytes]
+
+    @classmethod
+    def read(cls, root: Path, assignment: str) -> "Course":
+        files = {}
+        for path in sorted(root.rglob("*")):
+            relative = path.relative_to(root).as_posix()
+            if path.is_file() and (relative == "gradebook.db" or relative.startswith(("source/", "reference/"))):
+                files[relative] = path.read_bytes()
+        return cls(assignment, files)
+
+    def write(self, root: Path) -> None:
+        for relative, data in self.files.items():
+            (root / relative).parent.mkdir(parents=True, exist_ok=True)
+            (root / relative).write_bytes(data)
+
+
+@dataclass
+class Job:
+    """Grade one student (``kind="student"``), or run the solution to record its checks (``"reference"``)."""
+
+    kind: str
+    student: str
+    course: Course
+    settings: Settings
+    notebooks: dict[str, bytes] = field(default_factory=dict)
+
+
+@dataclass
+class Result:
+    student: str
+    success: bool
+    message: str = ""
+    log: str = ""
+    files: dict[str, bytes] = field(default_factory=dict)  # autograded/..., feedback/..., reference/...
+    rows: dict[str, list[dict]] = field(default_factory=dict)
+    seconds: float = 0.0
+
+
+def run(job: Job) -> Result:
+    """The worker's entry point: never raises, so one broken job cannot stop a class."""
+    start = time.perf_counter()
+    # nbgrader's gradebook code triggers SQLAlchemy warnings on every student; they say nothing useful.
+    warnings.filterwarnings("ignore", message=".*not in session.*")
+    folder = Path(tempfile.mkdtemp(prefix="nlpbook-job-"))
+    try:
+        job.course.write(folder)
+        result = (_reference if job.kind == "reference" else _grade)(job, folder)
+    except Exception as error:  # noqa: BLE001 - reported to the coordinator with the student's name
+        result = Result(job.student, False, f"{type(error).__name__}: {error}")
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    result.seconds = time.perf_counter() - start
+    return result
+
+
+def _config(job: Job, root: Path):
+    return nbgrader_config(root, timeout=job.settings.timeout, notebook_timeout=job.settings.notebook_timeout)
+
+
+def _session(job: Job, root: Path, role: str, files: list[Path]):
+    from autograder.execute import SandboxSession
+
+    settings = job.settings
+    hide = [*settings.hide, str(SOLUTIONS.resolve()), str(root.resolve()), str(_jupyter_runtime_dir())]
+    return SandboxSession(mode=settings.mode, role=role, files=files, hide=[Path(p) for p in hide],
+                          drop_user=settings.drop_user, limits=settings.limits, uid=worker_uid(),
+                          zygote=worker_zygote(), env=settings.env)
+
+
+def _reference(job: Job, root: Path) -> Result:
+    """Run every source notebook as the solution; return its check records as ``reference/NAME.json``."""
+    import nbformat
+
+    from autograder.execute import SandboxedExecute
+    from autograder.verdicts import reference_records
+
+    files = {}
+    for path in sorted((root / "source" / job.course.assignment).glob("*.ipynb")):
+        notebook = nbformat.read(str(path), as_version=4)
+        session = _session(job, root, "reference", [])
+        with session as kernel_config:
+            config = _config(job, root)
+            config.merge(kernel_config)
+            try:
+                executed, _ = SandboxedExecute(config=config).preprocess(notebook,
+                                                                         {"metadata": {"path": str(path.parent)}})
+            except Exception as error:  # noqa: BLE001 - the kernel's own words explain it best
+                return Result(job.student, False, f"the sandbox (mode {job.settings.mode}) could not run the "
+                              f"solution {path.name}: {error}\nkernel output:\n{session.console()[-3000:]}")
+        try:
+            records = reference_records(executed)
+        except ValueError as error:
+            return Result(job.student, False, f"{path.name}: {error}")
+        files[f"reference/{path.stem}.json"] = json.dumps(records).encode()
+    return Result(job.student, True, files=files)
+
+
+def _grade(job: Job, root: Path) -> Result:
+    """nbgrader's autograde and feedback for one student in the private course ``root``."""
+    from nbgrader.apps import NbGraderAPI
+
+    submitted = root / "submitted" / job.student / job.course.assignment
+    submitted.mkdir(parents=True)
+    for name, data in job.notebooks.items():
+        (submitted / name).write_bytes(data)
+    with _session(job, root, "student", sorted(submitted.glob("*.ipynb"))) as kernel_config:
+        config = _config(job, root)
+        config.merge(kernel_config)
+        graded = NbGraderAPI(config=config).autograde(job.course.assignment, job.student, force=True, create=True)
+    log = graded.get("log") or ""
+    if not graded["success"]:
+        reason = (graded.get("error") or log or "no message").strip().splitlines()[-1]
+        return Result(job.student, False, f"nbgrader autograde failed ({reason})", log)
+    feedback = NbGraderAPI(config=_config(job, root)).generate_feedback(job.course.assignment, job.student,
+                                                                        force=True)
+    message = "" if feedback["success"] else "feedback could not be generated; see the log"
+    files = {}
+    for step in ("autograded", "feedback"):
+        folder = root / step / job.student / job.course.assignment
+        for path in sorted(folder.rglob("*")) if folder.is_dir() else []:
+            if path.is_file():
+                files[path.relative_to(root).as_posix()] = path.read_bytes()
+    return Result(job.student, True, message, log + (feedback.get("log") or ""), files,
+                  _new_rows(root / "gradebook.db", job.course.files["gradebook.db"]))
+
+
+def _new_rows(database: Path, template: bytes) -> dict[str, list[dict]]:
+    """The rows of :data:`STUDENT_TABLES` in ``database`` that the course's own gradebook lacks."""
+    with tempfile.NamedTemporaryFile(suffix=".db") as copy:
+        copy.write(template)
+        copy.flush()
+        before = _rows(f"sqlite:///{copy.name}")
+    after = _rows(f"sqlite:///{database}")
+    return {table: [row for key, row in rows.items() if key not in before[table]] for table, rows in after.items()}
+
+
+def _rows(url: str) -> dict[str, dict[tuple, dict]]:
+    import sqlalchemy
+    from nbgrader.api import Base
+
+    engine = sqlalchemy.create_engine(url)
+    try:
+        with engine.connect() as connection:
+            found = {}
+            for table in (Base.metadata.tables[name] for name in STUDENT_TABLES):
+                keys = [column.name for column in table.primary_key]
+                found[table.name] = {tuple(row[k] for k in keys): dict(row)
+                                     for row in connection.execute(table.select()).mappings()}
+            return found
+    finally:
+        engine.dispose()
+
+
+def merge_rows(url: str, rows: dict[str, list[dict]]) -> None:
+    """Add one student's rows to the gradebook at ``url``, all or nothing (the coordinator's job)."""
+    import sqlalchemy
+    from nbgrader.api import Base
+
+    engine = sqlalchemy.create_engine(url)
+    try:
+        with engine.begin() as connection:
+            for table in (Base.metadata.tables[name] for name in STUDENT_TABLES):
+                if rows.get(table.name):
+                    connection.execute(table.insert(), rows[table.name])
+    finally:
+        engine.dispose()
+
+
+def _jupyter_runtime_dir() -> Path:
+    from jupyter_core.paths import jupyter_runtime_dir
+
+    return Path(jupyter_runtime_dir()).resolve()
+
+
+# ------------------------------------------------------------ per worker process
+
+_zygote = None
+_uid: int | None = None
+
+
+def worker_zygote() -> str:
+    """This process's kernel zygote, started on first use and again if it died."""
+    global _zygote
+    from autograder.execute import kernel_environment
+    from autograder.zygote import Zygote
+
+    if _zygote is None or not _zygote.alive():
+        if _zygote is not None:
+            _zygote.__exit__()
+        _zygote = Zygote(kernel_environment())
+        _zygote.__enter__()
+        atexit.register(_zygote.__exit__)
+    return _zygote.path
+
+
+def worker_uid() -> int:
+    """This process's sandbox user id, held for its lifetime."""
+    global _uid
+    if _uid is None:
+        _uid = sandbox.claim_uid()
+    return _uid
+

@@ -1,0 +1,57 @@
+"""Where grading jobs run: worker processes on this machine, or a Dask cluster.
+
+Both take :class:`autograder.jobs.Job` objects and give back
+:class:`autograder.jobs.Result` objects in the order they finish.  Workers
+never touch the gradebook; the coordinating process merges what they return.
+"""
+from __future__ import annotations
+
+import concurrent.futures
+import multiprocessing
+from typing import Iterable, Iterator
+
+from autograder import jobs, sandbox
+
+
+class LocalPool:
+    """``workers`` processes on this machine; each dies with the grader, and its kernels with it."""
+
+    def __init__(self, workers: int):
+        self.workers = workers
+        self.executor = concurrent.futures.ProcessPoolExecutor(
+            max_workers=workers, mp_context=multiprocessing.get_context("spawn"), initializer=sandbox.die_with_parent)
+
+    def run(self, items: Iterable[jobs.Job]) -> Iterator[jobs.Result]:
+        futures = [self.executor.submit(jobs.run, job) for job in items]
+        try:
+            for future in concurrent.futures.as_completed(futures):
+                yield future.result()
+        finally:
+            for future in futures:
+                future.cancel()
+
+    def close(self) -> None:
+        self.executor.shutdown(wait=True, cancel_futures=True)
+
+
+class DaskPool:
+    """The workers of a Dask distributed cluster at ``address`` (``tcp://HOST:PORT``)."""
+
+    def __init__(self, address: str):
+        from distributed import Client
+
+        self.client = Client(address, timeout=30, set_as_default=False)
+        self.workers = sum(info.get("nthreads", 1) for info in self.client.scheduler_info()["workers"].values())
+
+    def run(self, items: Iterable[jobs.Job]) -> Iterator[jobs.Result]:
+        from distributed import as_completed
+
+        futures = [self.client.submit(jobs.run, job, pure=False) for job in items]
+        try:
+            for future in as_completed(futures):
+                yield future.result()
+        finally:
+            self.client.cancel(futures)
+
+    def close(self) -> None:
+        self.client.close()

@@ -1,0 +1,141 @@
+"""How fast does a class grade?  Plain sequential ``nbgrader autograde`` against ``python -m autograder grade``.
+
+    python benchmarks/grading_speed.py [--students 30] [--assignment 04-attention]
+
+Generates a class (the solution, and the solution with one planted bug each,
+from :mod:`autograder.mutants`), then grades it three ways on this machine:
+
+1. plain nbgrader: a stock course folder, ``nbgrader autograde`` (one kernel
+   after another, no sandbox, no feedback);
+2. ``python -m autograder grade --workers 1``: sandboxed, with feedback, one at a time;
+3. ``python -m autograder grade``: the same with the default workers (one per core).
+
+It checks that every student gets the same total from all three, and prints the
+times, the speed-up over plain nbgrader, and the fixed cost per notebook: the
+time per notebook beyond running its cells in a kernel that is already warm.
+This is a script that prints figures, not a test: times depend on the machine.
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from autograder.course import SOLUTIONS  # noqa: E402
+from autograder.handins import load, solution_sources, solved, write  # noqa: E402
+from autograder.mutants import mutants, solution_lines  # noqa: E402
+
+
+def make_class(assignment: str, notebook: str, students: int, folder: Path) -> None:
+    """Student 0 hands in the solution; the others each hand in one planted bug, parts taken in turn."""
+    source = load(SOLUTIONS / assignment / f"{notebook}.ipynb")
+    solutions = solution_sources(assignment, notebook)
+    bugs = []
+    for cell in source.cells:
+        part = cell.metadata.get("nbgrader", {}).get("grade_id")
+        if cell.cell_type == "code" and cell.metadata.get("nbgrader", {}).get("solution"):
+            bugs.append(mutants(part, solutions[part], solution_lines(cell.source)))
+    for number in range(students):
+        if number == 0:
+            handed_in = solved(assignment, notebook)
+        else:
+            part_bugs = bugs[number % len(bugs)]
+            bug = part_bugs[(number // len(bugs)) % len(part_bugs)]
+            handed_in = solved(assignment, notebook, replace={bug.part: bug.source})
+        write(handed_in, folder / f"student{number:03d}" / assignment, notebook)
+
+
+def plain_nbgrader(assignment: str, submissions: Path, folder: Path, env: dict) -> tuple[float, dict[str, float]]:
+    course = folder / "course"
+    shutil.copytree(SOLUTIONS / assignment, course / "source" / assignment)
+    shutil.copytree(submissions, course / "submitted")
+    (course / "nbgrader_config.py").write_text("c = get_config()\nc.CourseDirectory.course_id = 'benchmark'\n"
+                                               "c.Execute.timeout = 120\n")
+    subprocess.run(["nbgrader", "generate_assignment", assignment, "--force"], cwd=course, env=env, check=True,
+                   capture_output=True)
+    start = time.perf_counter()
+    subprocess.run(["nbgrader", "autograde", assignment], cwd=course, env=env, check=True, capture_output=True)
+    seconds = time.perf_counter() - start
+    subprocess.run(["nbgrader", "export", "--to", str(folder / "grades.csv")], cwd=course, env=env, check=True,
+                   capture_output=True)
+    return seconds, _totals(folder / "grades.csv", "student_id", "raw_score")
+
+
+def ours(assignment: str, submissions: Path, out: Path, env: dict, *options: str) -> tuple[float, dict[str, float]]:
+    start = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "autograder", "grade", assignment, "--submissions", str(submissions),
+                    "--out", str(out), *options], cwd=REPO, env=env, check=True, capture_output=True)
+    return time.perf_counter() - start, _totals(out / "grades.csv", "student_id", "raw_score")
+
+
+def _totals(path: Path, key: str, value: str) -> dict[str, float]:
+    with open(path, newline="", encoding="utf-8") as handle:
+        return {row[key]: float(row[value]) for row in csv.DictReader(handle)}
+
+
+def warm_cell_seconds(assignment: str, notebook: str, env: dict) -> float:
+    """The notebook's cells alone, in a kernel that has already imported what they import."""
+    from nbclient import NotebookClient
+
+    os.environ.update(env, NLPBOOK_GRADING="student")
+    handed_in = solved(assignment, notebook)
+    client = NotebookClient(handed_in, timeout=120)
+    with client.setup_kernel():
+        client.kc.execute_interactive("import torch, numpy, matplotlib.pyplot, nlpbook", timeout=120)
+        start = time.perf_counter()
+        for index, cell in enumerate(handed_in.cells):
+            if cell.cell_type == "code":
+                client.execute_cell(cell, index)
+        return time.perf_counter() - start
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--assignment", default="04-attention")
+    parser.add_argument("--notebook", default="attention")
+    parser.add_argument("--students", type=int, default=30)
+    args = parser.parse_args()
+    env = {**os.environ, "NLPBOOK_PROFILE": os.environ.get("NLPBOOK_PROFILE", "quick")}
+    folder = Path(tempfile.mkdtemp(prefix="grading-speed-"))
+    try:
+        submissions = folder / "submissions"
+        make_class(args.assignment, args.notebook, args.students, submissions)
+        cells = warm_cell_seconds(args.assignment, args.notebook, env)
+        plain, plain_totals = plain_nbgrader(args.assignment, submissions, folder / "plain", env)
+        sequential, sequential_totals = ours(args.assignment, submissions, folder / "sequential", env, "--workers", "1")
+        parallel, parallel_totals = ours(args.assignment, submissions, folder / "parallel", env)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    n = args.students
+    print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, Python "
+          f"{platform.python_version()}, profile {env['NLPBOOK_PROFILE']}, {time.strftime('%Y-%m-%d')}")
+    print(f"class: {n} students of {args.assignment} (1 solution, {n - 1} planted bugs)")
+    print(f"cells alone, warm kernel:          {cells:6.2f} s per notebook")
+    print(f"plain nbgrader autograde:          {plain:6.1f} s  {plain / n:5.2f} s per notebook  "
+          f"(fixed cost {plain / n - cells:5.2f} s)")
+    print(f"autograder grade --workers 1:      {sequential:6.1f} s  {sequential / n:5.2f} s per notebook  "
+          f"(fixed cost {sequential / n - cells:5.2f} s; sandbox and feedback included)")
+    print(f"autograder grade ({os.cpu_count()} workers):      {parallel:6.1f} s  {parallel / n:5.2f} s per notebook")
+    print(f"speed-up over plain nbgrader: {plain / parallel:.1f}x (one worker: {plain / sequential:.1f}x)")
+    differ = sorted(s for s in plain_totals if not plain_totals[s] == sequential_totals.get(s) == parallel_totals.get(s))
+    if differ:
+        for student in differ:
+            print(f"GRADES DIFFER {student}: plain {plain_totals[student]}, one worker "
+                  f"{sequential_totals.get(student)}, parallel {parallel_totals.get(student)}")
+        return 1
+    print(f"grades: equal for all {len(plain_totals)} students in the three runs")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
