@@ -168,7 +168,10 @@ def _manual_grades(url: str, absent: bool) -> int:
         return 0
     import sqlalchemy
 
-    engine = sqlalchemy.create_engine(url)
+    try:
+        engine = sqlalchemy.create_engine(url)
+    except (sqlalchemy.exc.SQLAlchemyError, ImportError) as error:
+        raise CourseError(f"cannot open the gradebook at {url.split('@')[-1]}: {_first_line(error)}") from None
     try:
         with engine.connect() as connection:
             tables = sqlalchemy.inspect(connection).get_table_names()
@@ -177,11 +180,14 @@ def _manual_grades(url: str, absent: bool) -> int:
             return connection.execute(sqlalchemy.text(
                 "SELECT (SELECT count(*) FROM grade WHERE manual_score IS NOT NULL) + "
                 "(SELECT count(*) FROM comment WHERE manual_comment IS NOT NULL AND manual_comment != '')")).scalar()
-    except sqlalchemy.exc.SQLAlchemyError as error:
-        raise CourseError(f"cannot read the gradebook at {url.split('@')[-1]}: {error.__class__.__name__}: "
-                          f"{str(error).splitlines()[0]}") from None
+    except (sqlalchemy.exc.SQLAlchemyError, ImportError) as error:
+        raise CourseError(f"cannot read the gradebook at {url.split('@')[-1]}: {_first_line(error)}") from None
     finally:
         engine.dispose()
+
+
+def _first_line(error: Exception) -> str:
+    return f"{error.__class__.__name__}: {(str(error).strip().splitlines() or [''])[0]}"
 
 
 def set_up_sandbox(run: GradingRun) -> None:
@@ -411,11 +417,13 @@ def grade_submissions(run: GradingRun) -> None:
     results = run.work / "results"
     results.mkdir(exist_ok=True)
     todo, keys = [], {}
+    # What can change a grade; not where it ran or with how many threads.
+    grading_terms = repr((settings.mode, settings.drop_user, settings.limits, settings.timeout, settings.notebook_timeout))
     for submission in run.handed_in():
         notebooks = {path.name: path.read_bytes() for path in submission.notebooks}
         job = jobs.Job("student", submission.student, course, settings, notebooks)
         keys[submission.student] = key = _digest([run.course_key, *_flat(_files(run.course / "reference")),
-                                                  submission.student, *_flat(notebooks), repr(settings)])
+                                                  submission.student, *_flat(notebooks), grading_terms])
         if (results / key).exists() and not run.regrade:
             _merge(run, submission, pickle.loads((results / key).read_bytes()), reused=True)
         else:
@@ -548,9 +556,11 @@ def publish_database(run: GradingRun) -> None:
         source, target = sqlalchemy.create_engine(run.db_url), sqlalchemy.create_engine(run.db)
         try:
             with source.connect() as reading, target.begin() as writing:
+                # nbgrader adds a "default_course" row to every gradebook it creates.
                 courses = {row[0] for row in writing.execute(sqlalchemy.text("SELECT id FROM course"))}
-                if courses - {COURSE_ID}:
-                    raise CourseError(f"--db {run.db.split('@')[-1]}: it holds other courses ({', '.join(sorted(courses - {COURSE_ID}))}); "
+                others = sorted(courses - {COURSE_ID, "default_course"})
+                if others:
+                    raise CourseError(f"--db {run.db.split('@')[-1]}: it holds other courses ({', '.join(others)}); "
                                       "give each course a database of its own")
                 for table in reversed(Base.metadata.sorted_tables):
                     writing.execute(table.delete())
@@ -561,9 +571,8 @@ def publish_database(run: GradingRun) -> None:
         finally:
             source.dispose()
             target.dispose()
-    except sqlalchemy.exc.SQLAlchemyError as error:
-        raise CourseError(f"--db {run.db.split('@')[-1]}: {error.__class__.__name__}: {str(error).splitlines()[0]} "
-                          "(nothing was published)") from None
+    except (sqlalchemy.exc.SQLAlchemyError, ImportError) as error:
+        raise CourseError(f"--db {run.db.split('@')[-1]}: {_first_line(error)} (nothing was published)") from None
     (run.course / "gradebook.db").unlink()  # one gradebook only: the database
     log.info("gradebook published to %s", _without_password(run.db))
 

@@ -48,7 +48,7 @@ class DaskPool:
 
         futures = [self.client.submit(jobs.run, job, pure=False) for job in items]
         try:
-            for future in as_completed(futures):
+            for future in as_completed(futures, loop=self.client.loop):
                 yield future.result()
         finally:
             self.client.cancel(futures)

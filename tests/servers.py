@@ -14,6 +14,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -45,13 +46,15 @@ def postgres_binaries() -> Path | None:
 
 
 @contextlib.contextmanager
-def postgres_server(folder: Path):
+def postgres_server():
     """A throwaway PostgreSQL cluster; yields a URL for a fresh database ``course`` (user ``grader``)."""
     binaries = postgres_binaries()
     if binaries is None:
-        raise RuntimeError("PostgreSQL is not installed (apt-get install postgresql)")
+        raise RuntimeError("PostgreSQL is not installed (apt-get install postgresql; .ci/run does)")
+    # Not under pytest's folders: they are closed to the `postgres` account.
+    folder = Path(tempfile.mkdtemp(prefix="nlpbook-postgres-"))
     data = folder / "pgdata"
-    data.mkdir(parents=True)
+    data.mkdir()
     as_user: list[str] = []
     if os.geteuid() == 0:  # PostgreSQL refuses to run as root: use the account its package creates
         account = pwd.getpwnam("postgres")
@@ -60,17 +63,18 @@ def postgres_server(folder: Path):
         as_user = ["runuser", "-u", "postgres", "--"]
     port = free_port()
     subprocess.run([*as_user, str(binaries / "initdb"), "-D", str(data), "-U", "grader", "-A", "trust",
-                    "--no-sync"], check=True, capture_output=True)
+                    "--no-sync"], check=True, capture_output=True, cwd="/")
     options = f"-c listen_addresses=127.0.0.1 -p {port} -k {data} -c fsync=off"
     subprocess.run([*as_user, str(binaries / "pg_ctl"), "-D", str(data), "-o", options, "-l",
-                    str(data / "server.log"), "-w", "start"], check=True, capture_output=True)
+                    str(data / "server.log"), "-w", "start"], check=True, capture_output=True, cwd="/")
     try:
         subprocess.run([*as_user, str(binaries / "createdb"), "-h", "127.0.0.1", "-p", str(port), "-U", "grader",
-                        "course"], check=True, capture_output=True)
+                        "course"], check=True, capture_output=True, cwd="/")
         yield f"postgresql://grader@127.0.0.1:{port}/course"
     finally:
         subprocess.run([*as_user, str(binaries / "pg_ctl"), "-D", str(data), "-m", "immediate", "stop"],
-                       capture_output=True)
+                       capture_output=True, cwd="/")
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 @contextlib.contextmanager
@@ -87,7 +91,7 @@ def dask_cluster(folder: Path, workers: int = 2):
         for index in range(workers):
             processes.append(subprocess.Popen(
                 [str(bin_dir / "dask"), "worker", address, "--nthreads", "1", "--nworkers", "1", "--no-dashboard",
-                 "--listen-address", "tcp://127.0.0.1:0", "--name", f"worker-{index}"],
+                 "--host", "127.0.0.1", "--name", f"worker-{index}"],
                 cwd=folder, stdout=subprocess.DEVNULL, stderr=open(folder / f"worker-{index}.log", "wb")))
         from distributed import Client
 

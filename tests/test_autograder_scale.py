@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 from conftest import run_autograder
-from servers import dask_cluster, postgres_binaries, postgres_server
+from servers import dask_cluster, postgres_server
 from autograder.handins import solved, write
 
 from autograder.course import COURSE_ID, REPO_ROOT
@@ -173,12 +173,11 @@ def test_two_runs_cannot_share_an_output_folder(submissions, tmp_path):
     assert "another grading run is using this folder" in result.stderr
 
 
-@pytest.mark.skipif(postgres_binaries() is None, reason="PostgreSQL is not installed (.ci/run installs it)")
 def test_grading_into_postgresql(submissions, sequential, tmp_path):
     import sqlalchemy
     from nbgrader.api import Gradebook
 
-    with postgres_server(tmp_path / "postgres") as url:
+    with postgres_server() as url:
         out = tmp_path / "out"
         result = _grade(submissions, out, "--db", url)
         assert "gradebook published to postgresql://grader@127.0.0.1" in result.stderr
