@@ -464,7 +464,10 @@ def _merge(run: GradingRun, submission: Submission, result: jobs.Result, reused:
 
 
 class _Progress:
-    """A progress bar on the terminal: done, failed, remaining and an estimate of the time left."""
+    """A progress bar on the terminal: done, failed, remaining and an estimate of the time left.
+
+    While it is shown, log lines for the terminal are written above it instead of through it.
+    """
 
     def __init__(self, total: int, enabled: bool):
         from tqdm import tqdm
@@ -472,13 +475,21 @@ class _Progress:
         self.bar = tqdm(total=total, unit="student", disable=not (enabled and sys.stderr.isatty()) or total == 0,
                         dynamic_ncols=True)
         self.failed = 0
+        self.streams: list = []
 
     def __enter__(self):
-        from tqdm.contrib.logging import logging_redirect_tqdm
-
-        self.redirect = logging_redirect_tqdm([log])
-        self.redirect.__enter__()
+        if not self.bar.disable:
+            for handler in log.handlers:
+                if type(handler) is logging.StreamHandler:
+                    self.streams.append((handler, handler.setStream(self)))
         return self
+
+    def write(self, text: str) -> None:  # the terminal handlers' stream while the bar is shown
+        if text.strip():
+            self.bar.write(text.rstrip("\n"), file=sys.stderr)
+
+    def flush(self) -> None:
+        pass
 
     def done(self, submission: Submission) -> None:
         self.failed += submission.status == "failed"
@@ -487,7 +498,8 @@ class _Progress:
 
     def __exit__(self, *exc) -> None:
         self.bar.close()
-        self.redirect.__exit__(*exc)
+        for handler, stream in self.streams:
+            handler.setStream(stream)
 
 
 def _log_stopped_kernels(submission: Submission, nbgrader_log: str) -> None:

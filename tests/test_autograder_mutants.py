@@ -1,0 +1,63 @@
+"""check-tests: the planted bugs are the intended ones, and the report counts what the real grader catches."""
+from __future__ import annotations
+
+import csv
+
+from conftest import run_autograder
+
+from autograder.mutants import mutants, solution_lines
+
+CELL = '''def mean_of_positive(values, start=0):
+    """Students write the body."""
+    ### BEGIN SOLUTION
+    kept = [v for v in values[start:] if v > 0]
+    total = sum(kept)
+    return total / len(kept) if kept and total >= 0 else 0.0
+    ### END SOLUTION'''
+
+
+def _source() -> str:
+    return "\n".join(line for line in CELL.split("\n") if "### " not in line)
+
+
+def test_only_the_lines_between_the_markers_are_mutated():
+    assert solution_lines(CELL) == {3, 4, 5}
+    found = mutants("mean", _source(), solution_lines(CELL))
+    assert found and all(m.line in {3, 4, 5} for m in found)
+    assert not any("start=1" in m.source for m in found)  # the signature is the instructor's
+
+
+def test_each_kind_of_bug_is_planted_once_and_the_code_still_parses():
+    import ast
+
+    found = mutants("mean", _source(), solution_lines(CELL))
+    kinds = {m.kind for m in found}
+    assert kinds == {"operator swap", "off-by-one constant", "dropped call", "dropped statement"}
+    described = {(m.kind, m.before, m.after) for m in found}
+    assert ("operator swap", "total / len(kept)", "total * len(kept)") in described
+    assert ("operator swap", "v > 0", "v >= 0") in described
+    assert ("operator swap", "kept and total >= 0", "kept or total >= 0") in described
+    assert ("off-by-one constant", "0", "1") in described
+    assert ("dropped call", "sum(kept)", "kept") in described
+    assert ("dropped statement", "total = sum(kept)", "pass") in described
+    sources = [m.source for m in found]
+    assert len(sources) == len(set(sources)), "a mutant was planted twice"
+    for source in sources:
+        ast.parse(source)
+        assert source != ast.unparse(ast.parse(_source()))
+
+
+def test_check_tests_reports_each_part_and_lists_survivors(tmp_path):
+    result = run_autograder("check-tests", "04-attention", "--out", str(tmp_path), "--limit", "2")
+    assert result.returncode == 0, result.stderr[-3000:]
+    report = result.stdout
+    for part in ("scaled_dot_product_attention", "causal_mask", "padding_mask", "MultiHeadSelfAttention",
+                 "sinusoidal_positions", "apply_rotary"):
+        assert part in report
+    assert "all parts" in report and "caught" in report
+    with open(tmp_path / "check-tests.csv", newline="", encoding="utf-8") as handle:
+        rows = list(csv.DictReader(handle))
+    assert len(rows) == 12  # 2 per part
+    caught = sum(row["caught"] == "True" for row in rows)
+    assert f"{caught:4d} / 12" in report
+    assert caught >= 10  # the first bugs in each part are drops and swaps that these tests must catch
