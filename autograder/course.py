@@ -60,6 +60,7 @@ def nbgrader_config(root: Path, *, timeout: int = 60, notebook_timeout: int = 60
     for a whole notebook.  The solution's check records live in ``root/reference``.
     """
     # Imported here so that `import autograder.course` stays light.
+    from autograder.feedback import FeedbackExporter
     from autograder.preprocessors import autograde_preprocessors, feedback_preprocessors, sanitize_preprocessors
 
     config = Config()
@@ -72,6 +73,8 @@ def nbgrader_config(root: Path, *, timeout: int = 60, notebook_timeout: int = 60
     config.CourseDirectory.autograded_directory = "autograded"
     config.CourseDirectory.feedback_directory = "feedback"
     config.Execute.timeout = timeout
+    # A graded kernel is thrown away: kill it (and its namespace) at once instead of asking it to exit.
+    config.Execute.shutdown_kernel = "immediate"
     config.SandboxedExecute.notebook_timeout = notebook_timeout
     config.TrustedVerdicts.reference_dir = str(root / "reference")
     # Students may delete a test cell; nbgrader puts it back from the gradebook.
@@ -80,4 +83,5 @@ def nbgrader_config(root: Path, *, timeout: int = 60, notebook_timeout: int = 60
     config.Autograde.autograde_preprocessors = autograde_preprocessors()
     # Feedback goes to students: it must never quote the hidden tests.
     config.GenerateFeedback.preprocessors = feedback_preprocessors()
+    config.GenerateFeedback.exporter_class = FeedbackExporter
     return config

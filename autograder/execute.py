@@ -18,13 +18,16 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from queue import Empty
+
+from jupyter_client.asynchronous import AsyncKernelClient
 from jupyter_client.kernelspec import KernelSpec
 from jupyter_client.manager import AsyncKernelManager
 from jupyter_core.utils import run_sync
 from nbclient.exceptions import CellTimeoutError, DeadKernelError
 from nbformat.v4 import new_output
 from nbgrader.preprocessors import Execute
-from traitlets import Integer
+from traitlets import DottedObjectName, Integer, Type
 from traitlets.config import Config
 
 from autograder import sandbox
@@ -35,8 +38,49 @@ PASSED_ENV = ("LANG", "LC_ALL", "LC_CTYPE", "NLPBOOK_PROFILE", "NLPBOOK_DEVICE",
               "OMP_NUM_THREADS", "MKL_NUM_THREADS", "CUDA_VISIBLE_DEVICES")
 
 
+class QuickReadyClient(AsyncKernelClient):
+    """jupyter_client's kernel client, minus a fixed wait when the kernel is ready.
+
+    After the kernel's first reply, jupyter_client drains the IOPub channel until it has
+    been quiet for 0.2 s, on every kernel start.  The messages it drains (the kernel's
+    startup status) are already queued by then; nbclient ignores any that arrive later,
+    since they answer no request of a cell.
+    """
+
+    async def _async_wait_for_ready(self, timeout: float | None = None) -> None:
+        deadline = time.monotonic() + (timeout if timeout is not None else float("inf"))
+        while True:
+            self.kernel_info()
+            try:
+                reply = await self.shell_channel.get_msg(timeout=1)
+            except Empty:
+                reply = None
+            if reply is not None and reply["msg_type"] == "kernel_info_reply":
+                try:  # IOPub is connected once it has delivered a message
+                    await self.iopub_channel.get_msg(timeout=0.2)
+                except Empty:
+                    pass
+                else:
+                    self._handle_kernel_info_reply(reply)
+                    break
+            if not await self._async_is_alive():
+                raise RuntimeError("Kernel died before replying to kernel_info")
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"Kernel didn't respond in {timeout} seconds")
+        while True:
+            try:
+                await self.iopub_channel.get_msg(timeout=0.01)
+            except Empty:
+                break
+
+    wait_for_ready = _async_wait_for_ready
+
+
 class SandboxKernelManager(AsyncKernelManager):
     """A kernel manager whose kernel command is the sandbox launcher, whatever the notebook asks for."""
+
+    client_class = DottedObjectName("autograder.execute.QuickReadyClient")
+    client_factory = Type(klass="autograder.execute.QuickReadyClient")
 
     @property
     def kernel_spec(self) -> KernelSpec:

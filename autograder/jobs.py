@@ -244,6 +244,16 @@ def worker_zygote() -> str:
     return _zygote.path
 
 
+def warm_up() -> None:
+    """Start this worker's zygote, and compile nbformat's validator, before the first job needs them."""
+    import nbformat
+    from nbformat.v4 import new_notebook
+
+    worker_zygote()
+    worker_uid()
+    nbformat.validate(new_notebook())
+
+
 def worker_uid() -> int:
     """This process's sandbox user id, held for its lifetime."""
     global _uid

@@ -20,6 +20,9 @@ class LocalPool:
         self.workers = workers
         self.executor = concurrent.futures.ProcessPoolExecutor(
             max_workers=workers, mp_context=multiprocessing.get_context("spawn"), initializer=sandbox.die_with_parent)
+        # Start every worker and its zygote now, while the coordinator registers the assignment.
+        for _ in range(workers):
+            self.executor.submit(jobs.warm_up)
 
     def run(self, items: Iterable[jobs.Job]) -> Iterator[jobs.Result]:
         futures = [self.executor.submit(jobs.run, job) for job in items]

@@ -2,8 +2,9 @@
 
     python benchmarks/grading_speed.py [--students 30] [--assignment 04-attention]
 
-Generates a class (the solution, and the solution with one planted bug each,
-from :mod:`autograder.mutants`), then grades it three ways on this machine:
+Generates a class (half the students hand in the solution, the other half the
+solution with one planted bug each, from :mod:`autograder.mutants`), then grades
+it three ways on this machine:
 
 1. plain nbgrader: a stock course folder, ``nbgrader autograde`` (one kernel
    after another, no sandbox, no feedback);
@@ -37,7 +38,7 @@ from autograder.mutants import mutants, solution_lines  # noqa: E402
 
 
 def make_class(assignment: str, notebook: str, students: int, folder: Path) -> None:
-    """Student 0 hands in the solution; the others each hand in one planted bug, parts taken in turn."""
+    """Even-numbered students hand in the solution; odd-numbered ones one planted bug each, parts taken in turn."""
     source = load(SOLUTIONS / assignment / f"{notebook}.ipynb")
     solutions = solution_sources(assignment, notebook)
     bugs = []
@@ -46,11 +47,11 @@ def make_class(assignment: str, notebook: str, students: int, folder: Path) -> N
         if cell.cell_type == "code" and cell.metadata.get("nbgrader", {}).get("solution"):
             bugs.append(mutants(part, solutions[part], solution_lines(cell.source)))
     for number in range(students):
-        if number == 0:
+        if number % 2 == 0:
             handed_in = solved(assignment, notebook)
         else:
-            part_bugs = bugs[number % len(bugs)]
-            bug = part_bugs[(number // len(bugs)) % len(part_bugs)]
+            part_bugs = bugs[(number // 2) % len(bugs)]
+            bug = part_bugs[(number // 2 // len(bugs)) % len(part_bugs)]
             handed_in = solved(assignment, notebook, replace={bug.part: bug.source})
         write(handed_in, folder / f"student{number:03d}" / assignment, notebook)
 
@@ -86,12 +87,14 @@ def _totals(path: Path, key: str, value: str) -> dict[str, float]:
 def warm_cell_seconds(assignment: str, notebook: str, env: dict) -> float:
     """The notebook's cells alone, in a kernel that has already imported what they import."""
     from nbclient import NotebookClient
+    from nbformat.v4 import new_code_cell
 
     os.environ.update(env, NLPBOOK_GRADING="student")
     handed_in = solved(assignment, notebook)
     client = NotebookClient(handed_in, timeout=120)
     with client.setup_kernel():
-        client.kc.execute_interactive("import torch, numpy, matplotlib.pyplot, nlpbook", timeout=120)
+        warm = new_code_cell("import torch, numpy, matplotlib.pyplot, nlpbook")
+        client.execute_cell(warm, 0)
         start = time.perf_counter()
         for index, cell in enumerate(handed_in.cells):
             if cell.cell_type == "code":
@@ -103,7 +106,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--assignment", default="04-attention")
     parser.add_argument("--notebook", default="attention")
-    parser.add_argument("--students", type=int, default=30)
+    parser.add_argument("--students", type=int, default=60)
     args = parser.parse_args()
     env = {**os.environ, "NLPBOOK_PROFILE": os.environ.get("NLPBOOK_PROFILE", "quick")}
     folder = Path(tempfile.mkdtemp(prefix="grading-speed-"))
@@ -119,7 +122,7 @@ def main() -> int:
     n = args.students
     print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, Python "
           f"{platform.python_version()}, profile {env['NLPBOOK_PROFILE']}, {time.strftime('%Y-%m-%d')}")
-    print(f"class: {n} students of {args.assignment} (1 solution, {n - 1} planted bugs)")
+    print(f"class: {n} students of {args.assignment} ({(n + 1) // 2} solutions, {n // 2} with one planted bug)")
     print(f"cells alone, warm kernel:          {cells:6.2f} s per notebook")
     print(f"plain nbgrader autograde:          {plain:6.1f} s  {plain / n:5.2f} s per notebook  "
           f"(fixed cost {plain / n - cells:5.2f} s)")

@@ -1,0 +1,45 @@
+"""The feedback exporter writes the page nbconvert's HTMLExporter writes, with the same accessibility attributes."""
+from __future__ import annotations
+
+import base64
+import re
+from html import unescape
+
+import nbformat
+from nbconvert.exporters import HTMLExporter
+from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
+
+from autograder.feedback import MISSING_ALT, FeedbackExporter
+
+PIXEL = base64.b64encode(bytes.fromhex(
+    "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
+    "1f15c4890000000d49444154789c6360000002000001e221bc330000000049454e44ae426082")).decode()
+
+
+def _notebook():
+    code = new_code_cell("x = 1\nprint(x)", outputs=[new_output("stream", name="stdout", text="1\n"),
+                                                    new_output("display_data", data={"image/png": PIXEL})])
+    return new_notebook(cells=[new_markdown_cell("# Feedback\n\nSome *maths*: $a^2$"), code,
+                               new_code_cell("y = 2")], metadata={"language_info": {"name": "python"}})
+
+
+def _tags(html: str, pattern: str) -> int:
+    return len(re.findall(pattern, html))
+
+
+def test_the_same_page_with_the_same_attributes():
+    ours, _ = FeedbackExporter().from_notebook_node(_notebook())
+    theirs, _ = HTMLExporter().from_notebook_node(_notebook())
+    assert _tags(ours, r'tabindex="0"') == _tags(theirs, r'tabindex="0"') == 5  # 3 inputs, 2 outputs
+    assert _tags(ours, f'alt="{MISSING_ALT}"') == _tags(theirs, f'alt="{MISSING_ALT}"') == 1
+    # The same words on the page (BeautifulSoup writes entities such as &nbsp; as characters).
+    text = lambda html: re.sub(r"\s+", " ", unescape(re.sub(r"<[^>]+>", " ", html))).strip()  # noqa: E731
+    assert text(ours) == text(theirs)
+
+
+def test_an_image_that_has_a_description_keeps_it():
+    notebook = _notebook()
+    notebook.cells[0].source = '<img src="a.png" alt="the loss curve">'
+    ours, _ = FeedbackExporter().from_notebook_node(notebook)
+    assert 'alt="the loss curve"' in ours and ours.count(f'alt="{MISSING_ALT}"') == 1
+    assert nbformat.validate(notebook) is None
