@@ -107,6 +107,7 @@ class GradingRun:
     hashes: dict[Path, str] = field(default_factory=dict)
     expected_notebooks: list[str] = field(default_factory=list)
     pool: object = None
+    zygote: object = None
     lock: object = None
     course_key: str = ""
 
@@ -129,7 +130,8 @@ class GradingRun:
         env = {} if "OMP_NUM_THREADS" in os.environ else {"OMP_NUM_THREADS": threads, "MKL_NUM_THREADS": threads}
         return jobs.Settings(mode=self.sandbox_mode, drop_user=self.drop_user, limits=self.limits,
                              timeout=self.timeout, notebook_timeout=self.notebook_timeout,
-                             hide=[str(self.submissions_dir.resolve()), str(self.out.resolve())], env=env)
+                             hide=[str(self.submissions_dir.resolve()), str(self.out.resolve())], env=env,
+                             zygote=self.zygote.path if self.zygote else "")
 
     def handed_in(self) -> list[Submission]:
         return [s for s in self.submissions if s.status != "missing"]
@@ -202,6 +204,11 @@ def set_up_sandbox(run: GradingRun) -> None:
              run.notebook_timeout)
     for missing in sandbox.missing_protections(run.sandbox_mode, run.drop_user):
         log.warning("SANDBOX PROTECTION MISSING: %s", missing)
+    if not run.scheduler:  # this machine's kernels come from one zygote; it imports while we go on
+        from autograder.execute import kernel_environment
+        from autograder.zygote import Zygote
+
+        run.zygote = Zygote({**kernel_environment(), **run.settings().env}).start()
 
 
 def find_submissions(run: GradingRun) -> None:
@@ -375,6 +382,10 @@ def start_workers(run: GradingRun) -> None:
             raise CourseError(f"--scheduler {run.scheduler}: cannot reach the Dask scheduler ({error})") from None
         log.info("workers: %d on the Dask cluster at %s", run.pool.workers, run.scheduler)
     else:
+        try:
+            run.zygote.wait()
+        except RuntimeError as error:
+            raise CourseError(str(error)) from None
         run.pool = LocalPool(run.workers)
         log.info("workers: %d processes on this machine", run.workers)
 
@@ -638,9 +649,9 @@ STEPS: list[Callable[[GradingRun], None]] = [
     set_up_sandbox,
     find_submissions,
     hash_submissions,
-    start_workers,
     prepare_course,
     register_assignment,
+    start_workers,
     record_reference,
     collect_submissions,
     grade_submissions,
@@ -669,6 +680,8 @@ def grade(assignment: str, submissions: Path, out: Path, *, timeout: int = 60, n
     finally:
         if run.pool is not None:
             run.pool.close()
+        if run.zygote is not None:
+            run.zygote.close()
         if run.staging is not None and run.staging.exists():
             shutil.rmtree(run.staging)
         if run.lock is not None:

@@ -8,14 +8,17 @@ worker grades in a private copy of the course with nbgrader's own
 the gradebook rows they added.  Only the coordinating process writes the real
 gradebook (:func:`merge_rows`).
 
-Each worker process keeps one kernel zygote (:mod:`autograder.zygote`) and one
-sandbox user id of its own (:func:`autograder.sandbox.claim_uid`), so parallel
-kernels never share a process limit or a user.
+Kernels come from a zygote (:mod:`autograder.zygote`): the one the coordinator
+started on this machine (``Settings.zygote``), or, on a Dask worker, one of
+the worker's own.  Each worker process holds a sandbox user id of its own
+(:func:`autograder.sandbox.claim_uid`), so parallel kernels never share a
+process limit or a user.
 """
 from __future__ import annotations
 
 import atexit
 import json
+import os
 import shutil
 import tempfile
 import time
@@ -41,6 +44,7 @@ class Settings:
     notebook_timeout: int
     hide: list[str] = field(default_factory=list)  # the coordinator's folders that kernels must not see
     env: dict[str, str] = field(default_factory=dict)  # added to every kernel's environment
+    zygote: str = ""  # the coordinator's zygote socket; elsewhere each worker starts its own
 
 
 @dataclass
@@ -115,7 +119,7 @@ def _session(job: Job, root: Path, role: str, files: list[Path]):
     hide = [*settings.hide, str(SOLUTIONS.resolve()), str(root.resolve()), str(_jupyter_runtime_dir())]
     return SandboxSession(mode=settings.mode, role=role, files=files, hide=[Path(p) for p in hide],
                           drop_user=settings.drop_user, limits=settings.limits, uid=worker_uid(),
-                          zygote=worker_zygote(), env=settings.env)
+                          zygote=_zygote_for(settings), env=settings.env)
 
 
 def _reference(job: Job, root: Path) -> Result:
@@ -229,29 +233,21 @@ _zygote = None
 _uid: int | None = None
 
 
-def worker_zygote() -> str:
-    """This process's kernel zygote, started on first use and again if it died."""
+def _zygote_for(settings: Settings) -> str:
+    """The coordinator's zygote when this machine can reach it, else this process's own."""
+    if settings.zygote and os.path.exists(settings.zygote):
+        return settings.zygote
     global _zygote
     from autograder.execute import kernel_environment
     from autograder.zygote import Zygote
 
     if _zygote is None or not _zygote.alive():
         if _zygote is not None:
-            _zygote.__exit__()
+            _zygote.close()
         _zygote = Zygote(kernel_environment())
-        _zygote.__enter__()
-        atexit.register(_zygote.__exit__)
+        _zygote.start().wait()
+        atexit.register(_zygote.close)
     return _zygote.path
-
-
-def warm_up() -> None:
-    """Start this worker's zygote, and compile nbformat's validator, before the first job needs them."""
-    import nbformat
-    from nbformat.v4 import new_notebook
-
-    worker_zygote()
-    worker_uid()
-    nbformat.validate(new_notebook())
 
 
 def worker_uid() -> int:

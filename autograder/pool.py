@@ -14,15 +14,16 @@ from autograder import jobs, sandbox
 
 
 class LocalPool:
-    """``workers`` processes on this machine; each dies with the grader, and its kernels with it."""
+    """``workers`` processes on this machine; each dies with the grader, and its kernels with it.
+
+    They are forked from the coordinator, which has imported nbgrader already, so
+    they start at once; the coordinator holds no threads and no open gradebook then.
+    """
 
     def __init__(self, workers: int):
         self.workers = workers
         self.executor = concurrent.futures.ProcessPoolExecutor(
-            max_workers=workers, mp_context=multiprocessing.get_context("spawn"), initializer=sandbox.die_with_parent)
-        # Start every worker and its zygote now, while the coordinator registers the assignment.
-        for _ in range(workers):
-            self.executor.submit(jobs.warm_up)
+            max_workers=workers, mp_context=multiprocessing.get_context("fork"), initializer=sandbox.die_with_parent)
 
     def run(self, items: Iterable[jobs.Job]) -> Iterator[jobs.Result]:
         futures = [self.executor.submit(jobs.run, job) for job in items]

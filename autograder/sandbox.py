@@ -1,11 +1,12 @@
 """A sandbox for one student kernel: ``python -m autograder.sandbox CONNECTION_FILE [KERNEL_ARGS]``.
 
 The grader starts every kernel through this module (see
-:class:`autograder.execute.SandboxKernelManager`).  It reads the sandbox
-settings that the grader wrote next to the kernel's sockets and starts
-``ipykernel`` inside:
+:class:`autograder.execute.SandboxKernelManager`).  :func:`main` asks a
+zygote (:mod:`autograder.zygote`) for a kernel and stands in for it; the
+zygote's forked processes read the sandbox settings that the grader wrote
+next to the kernel's sockets and build, with the functions here:
 
-- new Linux namespaces (``unshare``): no network (the kernel talks to the
+- new Linux namespaces (``unshare(2)``): no network (the kernel talks to the
   grader over Unix sockets, not TCP), its own ``/proc`` and process tree,
   its own mounts;
 - a file system where ``solutions/``, the gradebook and every submission
@@ -25,7 +26,7 @@ graders who are not root; the kernel keeps the grader's own user id) and
 ``none`` (no namespaces: only the limits and, as root, the user id).  What a
 mode cannot protect is listed by :func:`missing_protections` and logged.
 
-This module imports only the standard library: it runs before every kernel.
+This module imports only the standard library: its :func:`main` runs for every kernel.
 """
 from __future__ import annotations
 

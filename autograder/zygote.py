@@ -53,7 +53,7 @@ SOCKET_NAME = "zygote.sock"
 
 
 class Zygote:
-    """The grader's handle on one zygote process: ``with Zygote(env) as path: ...`` gives its socket."""
+    """The grader's handle on one zygote process: :meth:`start` it early, :meth:`wait` for its socket."""
 
     def __init__(self, env: dict[str, str]):
         self.env = env
@@ -64,13 +64,18 @@ class Zygote:
     def alive(self) -> bool:
         return self.process is not None and self.process.poll() is None
 
-    def __enter__(self) -> str:
+    def start(self) -> "Zygote":
+        """Start importing now; the caller may do other work meanwhile."""
         self.folder = Path(tempfile.mkdtemp(prefix="nlpbook-zygote-"))  # 0700: only the grader connects
-        path = self.folder / SOCKET_NAME
         self.process = subprocess.Popen(
-            [sys.executable, "-I", "-m", "autograder.zygote", str(path)], env=self.env, stdin=subprocess.DEVNULL,
-            preexec_fn=sandbox.die_with_parent, cwd=self.folder,
+            [sys.executable, "-I", "-m", "autograder.zygote", str(self.folder / SOCKET_NAME)], env=self.env,
+            stdin=subprocess.DEVNULL, preexec_fn=sandbox.die_with_parent, cwd=self.folder,
         )
+        return self
+
+    def wait(self) -> str:
+        """The socket's path, once the zygote accepts requests."""
+        path = self.folder / SOCKET_NAME
         deadline = time.monotonic() + 120
         while not path.exists():
             if self.process.poll() is not None or time.monotonic() > deadline:
@@ -78,6 +83,9 @@ class Zygote:
             time.sleep(0.02)
         self.path = str(path)
         return self.path
+
+    def __enter__(self) -> str:
+        return self.start().wait()
 
     def __exit__(self, *exc) -> None:
         if self.process is not None and self.process.poll() is None:
@@ -90,6 +98,8 @@ class Zygote:
         if self.folder is not None:
             shutil.rmtree(self.folder, ignore_errors=True)
             self.folder = None
+
+    close = __exit__
 
 
 # ------------------------------------------------------------ the zygote process

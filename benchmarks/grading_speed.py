@@ -6,8 +6,9 @@ Generates a class (half the students hand in the solution, the other half the
 solution with one planted bug each, from :mod:`autograder.mutants`), then grades
 it three ways on this machine:
 
-1. plain nbgrader: a stock course folder, ``nbgrader autograde`` (one kernel
-   after another, no sandbox, no feedback);
+1. plain nbgrader: a stock course folder, ``nbgrader generate_assignment`` then
+   ``nbgrader autograde`` (one kernel after another, no sandbox, no feedback): the
+   same work as ours, from the source notebooks and the submissions to grades;
 2. ``python -m autograder grade --workers 1``: sandboxed, with feedback, one at a time;
 3. ``python -m autograder grade``: the same with the default workers (one per core).
 
@@ -62,9 +63,9 @@ def plain_nbgrader(assignment: str, submissions: Path, folder: Path, env: dict) 
     shutil.copytree(submissions, course / "submitted")
     (course / "nbgrader_config.py").write_text("c = get_config()\nc.CourseDirectory.course_id = 'benchmark'\n"
                                                "c.Execute.timeout = 120\n")
+    start = time.perf_counter()
     subprocess.run(["nbgrader", "generate_assignment", assignment, "--force"], cwd=course, env=env, check=True,
                    capture_output=True)
-    start = time.perf_counter()
     subprocess.run(["nbgrader", "autograde", assignment], cwd=course, env=env, check=True, capture_output=True)
     seconds = time.perf_counter() - start
     subprocess.run(["nbgrader", "export", "--to", str(folder / "grades.csv")], cwd=course, env=env, check=True,
