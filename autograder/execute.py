@@ -207,8 +207,8 @@ class SandboxSession:
         return path.read_text(encoding="utf-8", errors="replace") if path.exists() else "(nothing)"
 
     def __exit__(self, *exc) -> None:
-        if self.mode == "none" and self.drop_user:
-            sandbox.kill_user_processes(self.uid)
+        if self.drop_user and not sandbox.end_user_processes(self.uid):
+            raise RuntimeError(f"processes of the sandbox user {self.uid} would not end")
         shutil.rmtree(self.root, ignore_errors=True)
 
 

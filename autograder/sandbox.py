@@ -197,6 +197,36 @@ def kill_user_processes(uid: int) -> None:
     os.waitpid(pid, 0)
 
 
+def end_user_processes(uid: int, seconds: float = 30) -> bool:
+    """Kill every process of ``uid`` and wait until the last one is gone (reaped, not a zombie).
+
+    The next kernel with this user id then starts with its whole process limit: a fork
+    bomb's children that were still dying would otherwise count against it.  False if
+    some remain after ``seconds``.
+    """
+    if os.geteuid() != 0:
+        return True
+    deadline = time.monotonic() + seconds
+    while True:
+        kill_user_processes(uid)
+        if not _processes_of(uid):
+            return True
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.02)
+
+
+def _processes_of(uid: int) -> list[int]:
+    found = []
+    for entry in os.scandir("/proc"):
+        try:
+            if entry.name.isdigit() and entry.stat().st_uid == uid:
+                found.append(int(entry.name))
+        except OSError:  # it ended while we looked
+            continue
+    return found
+
+
 # ------------------------------------------------------------ kernel side
 
 _libc = ctypes.CDLL(None, use_errno=True)

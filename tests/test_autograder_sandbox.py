@@ -2,6 +2,9 @@
 from __future__ import annotations
 
 import csv
+import os
+import threading
+import time
 import tempfile
 from pathlib import Path
 
@@ -73,3 +76,27 @@ def test_a_sandbox_that_cannot_start_a_kernel_is_a_clear_error(tmp_path):
         grading.grade("04-attention", tmp_path / "submissions", tmp_path / "out", sandbox_mode="none",
                       limits=sandbox.Limits(memory_mb=1), workers=1)
     assert not (tmp_path / "out" / "grades.csv").exists()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root can run processes as the sandbox user")
+def test_a_sandbox_user_id_is_free_again_before_the_next_kernel_gets_it():
+    # A fork bomb's children may still be dying when its kernel has ended; the next kernel
+    # with the same user id must not start with its process limit already used up.
+    uid = sandbox.SANDBOX_UID + 255
+    children = []
+    for _ in range(20):
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover - child
+            os.setgid(uid)
+            os.setuid(uid)
+            time.sleep(3600)
+            os._exit(0)
+        children.append(pid)
+    time.sleep(0.2)
+    assert len(sandbox._processes_of(uid)) == 20
+    # They are our children here: reap them as they die, as a namespace's first process would.
+    reaper = threading.Thread(target=lambda: [os.waitpid(pid, 0) for pid in children])
+    reaper.start()
+    assert sandbox.end_user_processes(uid)
+    assert sandbox._processes_of(uid) == []
+    reaper.join()
