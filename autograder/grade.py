@@ -124,13 +124,19 @@ class GradingRun:
         """What later runs reuse: registered courses (``courses/KEY``) and finished students (``results/KEY``)."""
         return self.out / ".work"
 
-    def settings(self) -> jobs.Settings:
-        # Kernels side by side share the cores: one thread each unless the instructor says otherwise.
+    @property
+    def kernel_env(self) -> dict[str, str]:
+        """Added to every kernel's environment: kernels side by side share the cores, one thread
+        each unless the instructor says otherwise."""
+        if "OMP_NUM_THREADS" in os.environ:
+            return {}
         threads = str(max(1, (os.cpu_count() or 1) // max(1, self.workers)))
-        env = {} if "OMP_NUM_THREADS" in os.environ else {"OMP_NUM_THREADS": threads, "MKL_NUM_THREADS": threads}
+        return {"OMP_NUM_THREADS": threads, "MKL_NUM_THREADS": threads}
+
+    def settings(self) -> jobs.Settings:
         return jobs.Settings(mode=self.sandbox_mode, drop_user=self.drop_user, limits=self.limits,
                              timeout=self.timeout, notebook_timeout=self.notebook_timeout,
-                             hide=[str(self.submissions_dir.resolve()), str(self.out.resolve())], env=env,
+                             hide=[str(self.submissions_dir.resolve()), str(self.out.resolve())], env=self.kernel_env,
                              zygote=self.zygote.path if self.zygote else "")
 
     def handed_in(self) -> list[Submission]:
@@ -208,7 +214,7 @@ def set_up_sandbox(run: GradingRun) -> None:
         from autograder.execute import kernel_environment
         from autograder.zygote import Zygote
 
-        run.zygote = Zygote({**kernel_environment(), **run.settings().env}).start()
+        run.zygote = Zygote({**kernel_environment(), **run.kernel_env}).start()
 
 
 def find_submissions(run: GradingRun) -> None:
@@ -423,38 +429,45 @@ def collect_submissions(run: GradingRun) -> None:
 
 def grade_submissions(run: GradingRun) -> None:
     """Each student is a job for the workers, unless an earlier run saved its result; results merge in here."""
+    import sqlalchemy
+
     course = jobs.Course.read(run.course, run.assignment)
     settings = run.settings()
     results = run.work / "results"
     results.mkdir(exist_ok=True)
     todo, keys = [], {}
-    # What can change a grade; not where it ran or with how many threads.
-    grading_terms = repr((settings.mode, settings.drop_user, settings.limits, settings.timeout, settings.notebook_timeout))
-    for submission in run.handed_in():
-        notebooks = {path.name: path.read_bytes() for path in submission.notebooks}
-        job = jobs.Job("student", submission.student, course, settings, notebooks)
-        keys[submission.student] = key = _digest([run.course_key, *_flat(_files(run.course / "reference")),
-                                                  submission.student, *_flat(notebooks), grading_terms])
-        if (results / key).exists() and not run.regrade:
-            _merge(run, submission, pickle.loads((results / key).read_bytes()), reused=True)
-        else:
-            todo.append(job)
-    by_student = {s.student: s for s in run.submissions}
-    reused = len(run.handed_in()) - len(todo)
-    log.info("%d to grade, %d already graded by an earlier run%s", len(todo), reused,
-             " (--regrade grades them again)" if reused else "")
-    with _Progress(len(todo), run.progress) as progress:
-        for result in run.pool.run(todo):
-            submission = by_student[result.student]
-            if result.success:  # failures are not saved: the next run tries them again
-                temporary = results / f".{keys[result.student]}.{os.getpid()}"
-                temporary.write_bytes(pickle.dumps(result))
-                os.replace(temporary, results / keys[result.student])
-            _merge(run, submission, result)
-            progress.done(submission)
+    # What can change a grade: the course, the solution's records, the limits; not where it ran
+    # or with how many threads.
+    grading_terms = [run.course_key, *_flat(_files(run.course / "reference")),
+                     repr((settings.mode, settings.drop_user, settings.limits, settings.timeout,
+                           settings.notebook_timeout))]
+    gradebook = sqlalchemy.create_engine(run.db_url)
+    try:
+        for submission in run.handed_in():
+            notebooks = {path.name: path.read_bytes() for path in submission.notebooks}
+            keys[submission.student] = key = _digest([*grading_terms, submission.student, *_flat(notebooks)])
+            if (results / key).exists() and not run.regrade:
+                _merge(run, gradebook, submission, pickle.loads((results / key).read_bytes()), reused=True)
+            else:
+                todo.append(jobs.Job("student", submission.student, course, settings, notebooks))
+        by_student = {s.student: s for s in run.submissions}
+        reused = len(run.handed_in()) - len(todo)
+        log.info("%d to grade, %d already graded by an earlier run%s", len(todo), reused,
+                 " (--regrade grades them again)" if reused else "")
+        with _Progress(len(todo), run.progress) as progress:
+            for result in run.pool.run(todo):
+                submission = by_student[result.student]
+                if result.success:  # failures are not saved: the next run tries them again
+                    temporary = results / f".{keys[result.student]}.{os.getpid()}"
+                    temporary.write_bytes(pickle.dumps(result))
+                    os.replace(temporary, results / keys[result.student])
+                _merge(run, gradebook, submission, result)
+                progress.done(submission)
+    finally:
+        gradebook.dispose()
 
 
-def _merge(run: GradingRun, submission: Submission, result: jobs.Result, reused: bool = False) -> None:
+def _merge(run: GradingRun, gradebook, submission: Submission, result: jobs.Result, reused: bool = False) -> None:
     """Put one worker's result into the staging course: its files, and its rows in the gradebook."""
     submission.seconds = result.seconds
     if not result.success:
@@ -465,7 +478,7 @@ def _merge(run: GradingRun, submission: Submission, result: jobs.Result, reused:
     for relative, data in result.files.items():
         (run.course / relative).parent.mkdir(parents=True, exist_ok=True)
         (run.course / relative).write_bytes(data)
-    jobs.merge_rows(run.db_url, result.rows)
+    jobs.merge_rows(gradebook, result.rows)
     submission.status = "graded"
     if result.message:
         submission.flag(result.message)
@@ -535,6 +548,10 @@ def read_scores(run: GradingRun) -> None:
             submission.score, submission.max_score = record.score, record.max_score
             if record.needs_manual_grade:
                 submission.problems.append("written answers wait for manual grading")
+
+
+def copy_feedback(run: GradingRun) -> None:
+    """``feedback/STUDENT/ASSIGNMENT/*.html`` beside the course, where instructors look for it."""
     feedback = run.course / "feedback"
     shutil.copytree(feedback, run.staging / "feedback") if feedback.exists() else (run.staging / "feedback").mkdir()
 
@@ -656,6 +673,7 @@ STEPS: list[Callable[[GradingRun], None]] = [
     collect_submissions,
     grade_submissions,
     read_scores,
+    copy_feedback,
     export_grades,
     check_submissions_unchanged,
     publish_database,

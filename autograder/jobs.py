@@ -176,49 +176,35 @@ def _grade(job: Job, root: Path) -> Result:
             if path.is_file():
                 files[path.relative_to(root).as_posix()] = path.read_bytes()
     return Result(job.student, True, message, log + (feedback.get("log") or ""), files,
-                  _new_rows(root / "gradebook.db", job.course.files["gradebook.db"]))
+                  _student_rows(root / "gradebook.db"))
 
 
-def _new_rows(database: Path, template: bytes) -> dict[str, list[dict]]:
-    """The rows of :data:`STUDENT_TABLES` in ``database`` that the course's own gradebook lacks."""
-    with tempfile.NamedTemporaryFile(suffix=".db") as copy:
-        copy.write(template)
-        copy.flush()
-        before = _rows(f"sqlite:///{copy.name}")
-    after = _rows(f"sqlite:///{database}")
-    return {table: [row for key, row in rows.items() if key not in before[table]] for table, rows in after.items()}
+def _student_rows(database: Path) -> dict[str, list[dict]]:
+    """The rows of :data:`STUDENT_TABLES` in the private gradebook: all of them are this student's.
 
-
-def _rows(url: str) -> dict[str, dict[tuple, dict]]:
+    The course a job carries is read before any result is merged, so its gradebook has
+    no submission rows; whatever the private copy holds, autograde wrote for this student.
+    """
     import sqlalchemy
     from nbgrader.api import Base
 
-    engine = sqlalchemy.create_engine(url)
+    engine = sqlalchemy.create_engine(f"sqlite:///{database}")
     try:
         with engine.connect() as connection:
-            found = {}
-            for table in (Base.metadata.tables[name] for name in STUDENT_TABLES):
-                keys = [column.name for column in table.primary_key]
-                found[table.name] = {tuple(row[k] for k in keys): dict(row)
-                                     for row in connection.execute(table.select()).mappings()}
-            return found
+            return {name: [dict(row) for row in connection.execute(Base.metadata.tables[name].select()).mappings()]
+                    for name in STUDENT_TABLES}
     finally:
         engine.dispose()
 
 
-def merge_rows(url: str, rows: dict[str, list[dict]]) -> None:
-    """Add one student's rows to the gradebook at ``url``, all or nothing (the coordinator's job)."""
-    import sqlalchemy
+def merge_rows(engine, rows: dict[str, list[dict]]) -> None:
+    """Add one student's rows to the gradebook behind ``engine``, all or nothing (the coordinator's job)."""
     from nbgrader.api import Base
 
-    engine = sqlalchemy.create_engine(url)
-    try:
-        with engine.begin() as connection:
-            for table in (Base.metadata.tables[name] for name in STUDENT_TABLES):
-                if rows.get(table.name):
-                    connection.execute(table.insert(), rows[table.name])
-    finally:
-        engine.dispose()
+    with engine.begin() as connection:
+        for name in STUDENT_TABLES:
+            if rows.get(name):
+                connection.execute(Base.metadata.tables[name].insert(), rows[name])
 
 
 def _jupyter_runtime_dir() -> Path:

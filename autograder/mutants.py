@@ -22,7 +22,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from autograder.course import source_notebooks
+from autograder.course import SOLUTIONS, source_notebooks
 from autograder.handins import MARKERS, load, solution_sources, solved, write
 
 SWAPS = {ast.Add: ast.Sub, ast.Sub: ast.Add, ast.Mult: ast.Div, ast.Div: ast.Mult, ast.MatMult: ast.Mult,
@@ -127,6 +127,17 @@ def mutants(part: str, source: str, lines: set[int] | None = None) -> list[Mutan
     return found
 
 
+def planted_bugs(assignment: str, notebook: str) -> dict[str, list[Mutant]]:
+    """Every mutant of every solution code cell of one source notebook, by the cell's grade id."""
+    solutions = solution_sources(assignment, notebook)
+    bugs = {}
+    for cell in load(SOLUTIONS / assignment / f"{notebook}.ipynb").cells:
+        if cell.cell_type == "code" and cell.metadata.get("nbgrader", {}).get("solution"):
+            part = cell.metadata["nbgrader"]["grade_id"]
+            bugs[part] = mutants(part, solutions[part], solution_lines(cell.source))
+    return bugs
+
+
 @dataclass
 class PartReport:
     part: str
@@ -148,13 +159,8 @@ def check_tests(assignment: str, out: Path | None = None, *, workers: int | None
     submissions = out / "mutants"
     planted: dict[str, tuple[str, Mutant | None]] = {}
     for path in source_notebooks(assignment):
-        source = load(path)
-        solutions = solution_sources(assignment, path.stem)
-        cells = [cell for cell in source.cells if cell.cell_type == "code"
-                 and cell.metadata.get("nbgrader", {}).get("solution")]
-        for cell in cells:
-            part = cell.metadata["nbgrader"]["grade_id"]
-            for number, mutant in enumerate(mutants(part, solutions[part], solution_lines(cell.source))[:limit]):
+        for part, bugs in planted_bugs(assignment, path.stem).items():
+            for number, mutant in enumerate(bugs[:limit]):
                 student = f"{path.stem}-{part}-{number:03d}".replace("_", "-")
                 write(solved(assignment, path.stem, replace={part: mutant.source}), submissions / student / assignment,
                       path.stem)

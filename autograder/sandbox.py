@@ -181,7 +181,7 @@ def missing_protections(mode: str, drop_user: bool) -> list[str]:
 
 
 def kill_user_processes(uid: int) -> None:
-    """Kill every process of ``uid`` (mode ``none`` as root): ``kill(-1)`` sent as that user."""
+    """Kill every process of ``uid`` (the grader must be root): ``kill(-1)`` sent as that user."""
     if os.geteuid() != 0:
         return
     pid = os.fork()

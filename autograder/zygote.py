@@ -229,8 +229,8 @@ def first_process(spec: sandbox.SandboxSpec, root: Path, info: dict, kernel_args
     sandbox.lock_socket_folder(root / "ipc", alive, spec.drop_user)
     if status is None:
         status = os.waitpid(kernel, 0)[1]
-    if spec.mode == "none" and spec.drop_user:
-        sandbox.kill_user_processes(spec.uid)
+    # Processes the kernel left (mode none has no namespace to end them) are ended by user id
+    # when the grader's SandboxSession closes: autograder.sandbox.end_user_processes.
     os.write(status_write, str(status).encode())
 
 

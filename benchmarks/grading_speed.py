@@ -34,19 +34,13 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from autograder.course import SOLUTIONS  # noqa: E402
-from autograder.handins import load, solution_sources, solved, write  # noqa: E402
-from autograder.mutants import mutants, solution_lines  # noqa: E402
+from autograder.handins import solved, write  # noqa: E402
+from autograder.mutants import planted_bugs  # noqa: E402
 
 
 def make_class(assignment: str, notebook: str, students: int, folder: Path) -> None:
     """Even-numbered students hand in the solution; odd-numbered ones one planted bug each, parts taken in turn."""
-    source = load(SOLUTIONS / assignment / f"{notebook}.ipynb")
-    solutions = solution_sources(assignment, notebook)
-    bugs = []
-    for cell in source.cells:
-        part = cell.metadata.get("nbgrader", {}).get("grade_id")
-        if cell.cell_type == "code" and cell.metadata.get("nbgrader", {}).get("solution"):
-            bugs.append(mutants(part, solutions[part], solution_lines(cell.source)))
+    bugs = list(planted_bugs(assignment, notebook).values())
     for number in range(students):
         if number % 2 == 0:
             handed_in = solved(assignment, notebook)
