@@ -205,6 +205,8 @@ def decode(encoded: dict):
         count *= n
     if count * 8 != len(data):
         raise ValueError("data does not match the shape")
+    if count == 0:  # frombuffer refuses an empty buffer
+        return torch.zeros(shape, dtype=torch.float64)
     return torch.frombuffer(bytearray(data), dtype=torch.float64).reshape(shape)
 
 

@@ -1,4 +1,4 @@
-"""Figures the chapters share: attention heat maps and training curves."""
+"""Figures the chapters share: attention heat maps, training curves and word maps."""
 from __future__ import annotations
 
 import math
@@ -25,11 +25,15 @@ def attention_heatmap(
     annotate: bool = False,
     colorbar: bool = True,
     cmap: str = "viridis",
+    xlabel: str = "key (attended to)",
+    ylabel: str = "query",
 ) -> plt.Axes:
     """Draw one attention matrix: rows are queries, columns the keys they attend to.
 
     ``weights`` is ``(T_q, T_k)``.  ``annotate=True`` writes each probability
-    in its cell (readable up to about 12 x 12).
+    in its cell (readable up to about 12 x 12).  Any non-negative matrix with
+    labelled rows and columns works (co-occurrence counts, say), with its own
+    ``xlabel`` and ``ylabel``.
     """
     matrix = _as_matrix(weights)
     if ax is None:
@@ -43,8 +47,8 @@ def attention_heatmap(
         ax.set_xticks(range(len(keys)), keys, rotation=60, ha="right")
     if queries is not None:
         ax.set_yticks(range(len(queries)), queries)
-    ax.set_xlabel("key (attended to)")
-    ax.set_ylabel("query")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
     if title:
         ax.set_title(title)
     if annotate:
@@ -112,4 +116,40 @@ def plot_curves(
     if len(curves) > 1:
         ax.legend()
     ax.grid(alpha=0.3)
+    return ax
+
+
+def project_2d(vectors: torch.Tensor) -> torch.Tensor:
+    """The rows of ``vectors`` (N, d) projected on their first two principal components: (N, 2)."""
+    centered = vectors.double() - vectors.double().mean(dim=0)
+    _, _, v = torch.linalg.svd(centered, full_matrices=False)  # rows of v: principal directions
+    return (centered @ v[:2].T).float()  # (N, 2)
+
+
+def word_map(
+    vectors: torch.Tensor,
+    words: Sequence[str],
+    *,
+    arrows: Sequence[tuple[str, str]] = (),
+    ax: plt.Axes | None = None,
+    title: str | None = None,
+) -> plt.Axes:
+    """Words placed by the first two principal components of their vectors (N, d), row i for
+    ``words[i]``; ``arrows`` draws an arrow from one word to another (analogies: man -> king)."""
+    if len(words) != vectors.shape[0]:
+        raise ValueError(f"{len(words)} words for {vectors.shape[0]} vectors")
+    points = project_2d(vectors)
+    if ax is None:
+        _, ax = plt.subplots(figsize=(6, 5))
+    ax.scatter(points[:, 0], points[:, 1], s=12, color="tab:blue")
+    for (x, y), word in zip(points.tolist(), words):
+        ax.annotate(word, (x, y), xytext=(3, 3), textcoords="offset points", fontsize=9)
+    where = {word: points[i] for i, word in enumerate(words)}
+    for start, end in arrows:
+        (x0, y0), (x1, y1) = where[start].tolist(), where[end].tolist()
+        ax.annotate("", xy=(x1, y1), xytext=(x0, y0), arrowprops={"arrowstyle": "->", "color": "tab:red", "alpha": 0.6})
+    ax.set_xticks([])
+    ax.set_yticks([])
+    if title:
+        ax.set_title(title)
     return ax

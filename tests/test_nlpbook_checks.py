@@ -100,3 +100,9 @@ def test_encode_keeps_plain_numbers_and_decode_rejects_malformed_data():
     for bad in ({"shape": [3], "data": "AAAA"}, {"shape": ["x"], "data": ""}, {"invalid": "Fake"}, "text"):
         with pytest.raises(ValueError):
             checks.decode(bad)
+
+
+@pytest.mark.parametrize("shape", [(0,), (0, 2), (3, 0, 1)])
+def test_empty_tensors_round_trip(shape):
+    decoded = checks.decode(checks.encode(torch.zeros(shape, dtype=torch.long)))
+    assert decoded.shape == shape and decoded.dtype == torch.float64

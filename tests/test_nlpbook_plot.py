@@ -6,6 +6,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pytest  # noqa: E402
 import torch  # noqa: E402
 
+from nlpbook import plot  # noqa: E402
 from nlpbook.plot import attention_heads, attention_heatmap, plot_curves  # noqa: E402
 
 
@@ -40,3 +41,25 @@ def test_curves_are_labelled():
     assert [line.get_label() for line in ax.get_lines()] == ["train", "valid"]
     assert ax.get_yscale() == "log"
     plt.close("all")
+
+
+def test_project_2d_keeps_the_two_main_directions():
+    generator = torch.Generator().manual_seed(0)
+    # Points spread along x (std 10) and y (std 3), barely along the 3 other axes.
+    points = torch.randn(200, 5, generator=generator) * torch.tensor([10.0, 3.0, 0.01, 0.01, 0.01])
+    projected = plot.project_2d(points)
+    assert projected.shape == (200, 2)
+    # The first component follows x, the second y (up to sign), and they are uncorrelated.
+    assert abs(torch.corrcoef(torch.stack([projected[:, 0], points[:, 0]]))[0, 1]) > 0.99
+    assert abs(torch.corrcoef(torch.stack([projected[:, 1], points[:, 1]]))[0, 1]) > 0.99
+    assert abs(torch.corrcoef(projected.T)[0, 1]) < 1e-4
+
+
+def test_word_map_labels_every_word_and_draws_arrows():
+    vectors = torch.randn(4, 6, generator=torch.Generator().manual_seed(1))
+    ax = plot.word_map(vectors, ["man", "king", "woman", "queen"], arrows=[("man", "king"), ("woman", "queen")])
+    texts = [t.get_text() for t in ax.texts]
+    assert sorted(t for t in texts if t) == ["king", "man", "queen", "woman"]
+    assert sum(1 for t in ax.texts if t.arrow_patch is not None) == 2
+    with pytest.raises(ValueError, match="3 words for 4 vectors"):
+        plot.word_map(vectors, ["a", "b", "c"])

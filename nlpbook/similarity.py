@@ -1,0 +1,150 @@
+"""How good are word vectors?  The standard benchmarks, read from installed files.
+
+- WordSim353 and SimLex-999: word pairs with a human similarity score; a model
+  is scored by the Spearman rank correlation between its cosine similarities
+  and the humans' scores, over the pairs whose two words it knows.
+- The Google analogy questions (Mikolov et al., 2013): "a is to b as c is to ?",
+  answered by the word closest (cosine) to b - a + c, the three question words
+  excluded ("3CosAdd").  Accuracy counts the questions whose four words are all
+  in the vocabulary; the coverage says how many those are.
+
+Vectors are a float tensor ``(V, d)`` whose row ``i`` belongs to
+``vocab.tokens[i]``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+from scipy.stats import spearmanr
+
+from nlpbook.corpora import gensim_test_data
+from nlpbook.vocab import Vocabulary
+
+SIMILARITY_FILES = {"wordsim353": "wordsim353.tsv", "simlex999": "simlex999.txt"}
+ANALOGY_FILE = "questions-words.txt"
+
+
+def similarity_pairs(name: str) -> list[tuple[str, str, float]]:
+    """``(word1, word2, human score)`` for every pair of ``wordsim353`` or ``simlex999``, lower-cased."""
+    if name not in SIMILARITY_FILES:
+        raise ValueError(f"unknown similarity benchmark {name!r}; expected one of {', '.join(SIMILARITY_FILES)}")
+    pairs = []
+    for line in gensim_test_data(SIMILARITY_FILES[name]).read_text(encoding="utf-8").splitlines():
+        if line.startswith("#") or not line.strip():
+            continue
+        first, second, score = line.split("\t")
+        pairs.append((first.lower(), second.lower(), float(score)))
+    return pairs
+
+
+def analogy_questions() -> dict[str, list[tuple[str, str, str, str]]]:
+    """The 19,544 Google analogy questions, lower-cased, by section (``capital-world``, ``gram8-plural``, ...)."""
+    sections: dict[str, list[tuple[str, str, str, str]]] = {}
+    current = None
+    for line in gensim_test_data(ANALOGY_FILE).read_text(encoding="utf-8").splitlines():
+        if line.startswith(":"):
+            current = sections.setdefault(line[1:].strip(), [])
+        elif line.strip():
+            current.append(tuple(line.lower().split()))
+    return sections
+
+
+def normalize(vectors: torch.Tensor) -> torch.Tensor:
+    """Rows scaled to unit length (a zero row stays zero), so dot products are cosines."""
+    return vectors / vectors.norm(dim=-1, keepdim=True).clamp_min(1e-12)
+
+
+def nearest(vectors: torch.Tensor, vocab: Vocabulary, word: str, k: int = 5) -> list[tuple[str, float]]:
+    """The ``k`` words whose vectors have the highest cosine with ``word``'s, itself left out."""
+    unit = normalize(vectors.float())
+    scores = unit @ unit[vocab.index(word)]  # (V,)
+    scores[vocab.index(word)] = -float("inf")
+    best = scores.topk(min(k, len(vocab) - 1))
+    return [(vocab.tokens[i], float(s)) for s, i in zip(best.values, best.indices)]
+
+
+def analogy(vectors: torch.Tensor, vocab: Vocabulary, a: str, b: str, c: str, k: int = 1) -> list[tuple[str, float]]:
+    """Answers to "a is to b as c is to ?": the words closest to b - a + c (unit vectors), a, b, c excluded."""
+    unit = normalize(vectors.float())
+    ids = [vocab.index(word) for word in (a, b, c)]
+    scores = unit @ normalize(unit[ids[1]] - unit[ids[0]] + unit[ids[2]])  # (V,)
+    scores[ids] = -float("inf")
+    best = scores.topk(k)
+    return [(vocab.tokens[i], float(s)) for s, i in zip(best.values, best.indices)]
+
+
+@dataclass
+class SimilarityResult:
+    spearman: float
+    pairs_used: int
+    pairs_total: int
+
+    @property
+    def coverage(self) -> float:
+        return self.pairs_used / self.pairs_total
+
+
+def evaluate_similarity(vectors: torch.Tensor, vocab: Vocabulary, name: str) -> SimilarityResult:
+    """Spearman correlation of cosine similarity with the human scores of benchmark ``name``."""
+    pairs = [(a, b, s) for a, b, s in similarity_pairs(name) if a in vocab and b in vocab]
+    total = len(similarity_pairs(name))
+    if len(pairs) < 2:
+        return SimilarityResult(float("nan"), len(pairs), total)
+    unit = normalize(vectors.float())
+    first = unit[[vocab.index(a) for a, _, _ in pairs]]
+    second = unit[[vocab.index(b) for _, b, _ in pairs]]
+    cosines = (first * second).sum(-1)
+    rho = spearmanr(cosines.tolist(), [s for _, _, s in pairs]).statistic
+    return SimilarityResult(float(rho), len(pairs), total)
+
+
+@dataclass
+class AnalogyResult:
+    correct: int
+    answered: int
+    total: int
+    by_section: dict[str, tuple[int, int]] = field(default_factory=dict)
+
+    @property
+    def accuracy(self) -> float:
+        """Accuracy over the questions whose four words are in the vocabulary."""
+        return self.correct / self.answered if self.answered else float("nan")
+
+    @property
+    def coverage(self) -> float:
+        return self.answered / self.total
+
+
+def evaluate_analogies(vectors: torch.Tensor, vocab: Vocabulary, *, restrict: int | None = None,
+                       batch_size: int = 512) -> AnalogyResult:
+    """3CosAdd accuracy on the Google analogy questions.
+
+    ``restrict`` keeps only the first ``restrict`` words of the vocabulary (the most frequent ones)
+    as questions and as candidate answers, as gensim's ``evaluate_word_analogies`` does.
+    """
+    limit = len(vocab) if restrict is None else min(restrict, len(vocab))
+    known = {token: index for index, token in enumerate(vocab.tokens[:limit])}
+    unit = normalize(vectors[:limit].float())
+    result = AnalogyResult(0, 0, 0)
+    for section, questions in analogy_questions().items():
+        usable = [q for q in questions if all(word in known for word in q)]
+        result.total += len(questions)
+        correct = 0
+        for start in range(0, len(usable), batch_size):
+            ids = torch.tensor([[known[word] for word in q] for q in usable[start:start + batch_size]])  # (Q, 4)
+            targets = normalize(unit[ids[:, 1]] - unit[ids[:, 0]] + unit[ids[:, 2]])  # (Q, d)
+            scores = targets @ unit.T  # (Q, V)
+            scores.scatter_(1, ids[:, :3], -float("inf"))  # the question's own words are not answers
+            correct += int((scores.argmax(dim=1) == ids[:, 3]).sum())
+        result.correct += correct
+        result.answered += len(usable)
+        result.by_section[section] = (correct, len(usable))
+    return result
+
+
+def from_gensim(keyed_vectors) -> tuple[torch.Tensor, Vocabulary]:
+    """A gensim ``KeyedVectors`` as ``(vectors, vocab)``, rows in gensim's order (most frequent first)."""
+    tokens = list(keyed_vectors.index_to_key)
+    counts = [int(keyed_vectors.get_vecattr(token, "count")) for token in tokens]
+    return torch.from_numpy(keyed_vectors.vectors.copy()), Vocabulary(tokens, counts)

@@ -1,0 +1,111 @@
+"""Translation data: a generated task that needs no network, and a real corpus that downloads.
+
+``number_pairs`` builds an exact parallel corpus from ``num2words``: an English number phrase
+and its translation ("three hundred and forty-two" -> "trois cent quarante-deux").  The
+mapping is deterministic and known, yet not word for word: French counts in twenties
+(*quatre-vingt-dix-neuf*, four-twenty-ten-nine, is 99), German puts units before tens
+(*neunundneunzig*, nine-and-ninety) and compounds whole numbers into one word, and English
+inserts "and".  Long numbers make sentences of 10 to 20 tokens whose words must be moved, so
+a decoder that sees only a fixed summary of the source struggles and attention helps.  The
+splits hold disjoint numbers, so a model cannot pass the test by memorizing.
+
+``multi30k`` loads the Multi30k English-German image captions (Elliott et al., 2016, 29,000
+training pairs), downloaded with a checksum into the cache of ``nlpbook.download``.
+"""
+from __future__ import annotations
+
+import random
+import re
+import tarfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from nlpbook.download import fetch
+
+LANGUAGES = ("en", "fr", "de", "es")
+_TOKEN = re.compile(r"\w+|[^\w\s]")
+
+MULTI30K_MIRROR = "https://raw.githubusercontent.com/neychev/small_DL_repo/master/datasets/Multi30k/"
+# split -> (file name, SHA-256, prefix of the files inside the archive); the checksums torchtext publishes.
+MULTI30K_FILES = {
+    "train": ("training.tar.gz", "20140d013d05dd9a72dfde46478663ba05737ce983f478f960c1123c6671be5e", "train"),
+    "valid": ("validation.tar.gz", "a7aa20e9ebd5ba5adce7909498b94410996040857154dab029851af3a866da8c", "val"),
+    "test": ("mmt16_task1_test.tar.gz", "6d1ca1dba99e2c5dd54cae1226ff11c2551e6ce63527ebb072a1f70f72a5cd36", "test"),
+}
+
+
+@dataclass(frozen=True)
+class Pair:
+    """One sentence and its translation, as tokens."""
+
+    source: tuple[str, ...]
+    target: tuple[str, ...]
+
+
+@dataclass
+class ParallelSplits:
+    train: list[Pair]
+    valid: list[Pair]
+    test: list[Pair]
+
+
+def tokenize_phrase(text: str, *, characters: bool = False) -> tuple[str, ...]:
+    """Lower-cased words with punctuation and hyphens as tokens of their own
+    ("quatre-vingt-dix" -> quatre - vingt - dix); ``characters`` splits into characters instead
+    (spaces become "_"), which suits German's one-word numbers."""
+    text = text.lower()
+    if characters:
+        return tuple("_" if c == " " else c for c in text)
+    return tuple(_TOKEN.findall(text))
+
+
+def number_phrase(value: int, language: str) -> str:
+    """``value`` written out in ``language`` (one of ``LANGUAGES``)."""
+    from num2words import num2words
+
+    if language not in LANGUAGES:
+        raise ValueError(f"unknown language {language!r}; expected one of {', '.join(LANGUAGES)}")
+    return num2words(value, lang=language)
+
+
+def number_pairs(target: str = "fr", *, source: str = "en", size: int = 20_000, max_value: int = 999_999,
+                 seed: int = 0, fractions: tuple[float, float, float] = (0.8, 0.1, 0.1),
+                 characters: bool = False) -> ParallelSplits:
+    """``size`` distinct numbers from 0..max_value, each as a (source phrase, target phrase) pair,
+    split into train, validation and test sets that share no number.  The same arguments always
+    give the same splits."""
+    if size > max_value + 1:
+        raise ValueError(f"cannot draw {size} distinct numbers from 0..{max_value}")
+    if abs(sum(fractions) - 1.0) > 1e-9 or any(f < 0 for f in fractions):
+        raise ValueError(f"fractions must be non-negative and sum to 1, got {fractions}")
+    values = random.Random(seed).sample(range(max_value + 1), size)
+    pairs = [Pair(tokenize_phrase(number_phrase(v, source), characters=characters),
+                  tokenize_phrase(number_phrase(v, target), characters=characters)) for v in values]
+    first = round(size * fractions[0])
+    second = first + round(size * fractions[1])
+    return ParallelSplits(pairs[:first], pairs[first:second], pairs[second:])
+
+
+def multi30k(split: str = "train", *, source: str = "en", target: str = "de", mirror: str = MULTI30K_MIRROR,
+             files: dict | None = None, cache: Path | None = None) -> list[Pair]:
+    """The Multi30k captions of ``split`` (train, valid or test) as token pairs, downloaded once.
+
+    ``mirror`` and ``files`` (split -> (file name, SHA-256, prefix)) point elsewhere, for a
+    local copy or a test server."""
+    files = files or MULTI30K_FILES
+    if split not in files:
+        raise ValueError(f"unknown split {split!r}; expected one of {', '.join(files)}")
+    name, sha256, prefix = files[split]
+    archive = fetch(mirror + name, sha256, name=f"multi30k-{name}", cache=cache)
+    lines = {}
+    with tarfile.open(archive, "r:gz") as tar:
+        for language in (source, target):
+            member = f"{prefix}.{language}"
+            try:
+                handle = tar.extractfile(member)
+            except KeyError:
+                raise ValueError(f"{archive} holds no {member} (languages in Multi30k: en, de, fr, cs)") from None
+            lines[language] = handle.read().decode("utf-8").splitlines()
+    if len(lines[source]) != len(lines[target]):
+        raise ValueError(f"{archive}: {len(lines[source])} {source} lines but {len(lines[target])} {target} lines")
+    return [Pair(tokenize_phrase(a), tokenize_phrase(b)) for a, b in zip(lines[source], lines[target]) if a.strip()]

@@ -1,0 +1,74 @@
+"""Grading a chapter's exercise on a class of known mistakes, shared by the per-chapter tests.
+
+A chapter test names its classic mistakes as edits to the instructor's solution
+(``autograder.handins.solved``); the class is graded once by the real command,
+and every mistake must cost exactly the points it is expected to cost, in its
+own part, and nothing anywhere else.  A part is a solution cell together with
+the graded test cells that follow it.
+"""
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import nbformat
+
+from autograder.course import EXERCISES, SOLUTIONS
+from autograder.handins import solved, write
+from conftest import run_autograder
+
+
+def parts_of(assignment: str, notebook: str) -> dict[str, tuple[str, ...]]:
+    """Solution cell id -> the grade ids of the auto-graded test cells after it (up to the next part)."""
+    parts: dict[str, list[str]] = {}
+    current = None
+    for cell in nbformat.read(SOLUTIONS / assignment / f"{notebook}.ipynb", as_version=4).cells:
+        meta = cell.metadata.get("nbgrader", {})
+        if meta.get("solution") and cell.cell_type == "code":
+            current = meta["grade_id"]
+            parts[current] = []
+        elif meta.get("grade") and cell.cell_type == "code":
+            assert current is not None, f"{assignment}/{notebook}: test cell {meta['grade_id']} comes before any part"
+            parts[current].append(meta["grade_id"])
+    return {part: tuple(cells) for part, cells in parts.items()}
+
+
+def read_part_scores(out: Path, parts: dict[str, tuple[str, ...]]) -> dict[str, dict[str, list[float]]]:
+    """student -> part -> [score, max], summed over the part's graded cells, from ``out/parts.csv``."""
+    part_of = {cell: part for part, cells in parts.items() for cell in cells}
+    scores: dict[str, dict[str, list[float]]] = {}
+    with open(out / "parts.csv", newline="") as handle:
+        for row in csv.DictReader(handle):
+            if row["part"] not in part_of:  # a written answer, graded by hand
+                continue
+            entry = scores.setdefault(row["student_id"], {}).setdefault(part_of[row["part"]], [0.0, 0.0])
+            entry[0] += float(row["score"])
+            entry[1] += float(row["max_score"])
+    return scores
+
+
+def grade_mistakes(assignment: str, notebook: str, mistakes: dict, folder: Path):
+    """Grade the solution, the untouched exercise and one student per mistake; return (result, part scores).
+
+    ``mistakes``: student id -> (part, expected score in that part, edits to the solution).
+    """
+    submissions, out = folder / "submissions", folder / "out"
+    write(solved(assignment, notebook), submissions / "solution" / assignment, notebook)
+    write(nbformat.read(EXERCISES / assignment / f"{notebook}.ipynb", as_version=4),
+          submissions / "untouched" / assignment, notebook)
+    for student, (_, _, edits) in mistakes.items():
+        write(solved(assignment, notebook, edits, answers=False), submissions / student / assignment, notebook)
+    result = run_autograder("grade", assignment, "--submissions", str(submissions), "--out", str(out))
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    return result, read_part_scores(out, parts_of(assignment, notebook))
+
+
+def check_mistake(scores: dict, student: str, broken: str, expected: float) -> None:
+    """``student`` scores ``expected`` in part ``broken`` (less than its maximum) and full marks elsewhere."""
+    assert broken in scores[student], f"{broken} is not a part: {sorted(scores[student])}"
+    for part, (score, maximum) in scores[student].items():
+        if part == broken:
+            assert score == expected, f"{student}: {part} scored {score} of {maximum}, expected {expected}"
+            assert score < maximum
+        else:
+            assert score == maximum, f"{student}: {part} lost points ({score} of {maximum}) for a mistake in {broken}"

@@ -1,0 +1,29 @@
+import pytest
+
+from nlpbook import corpora
+
+
+def test_tokenize_keeps_lower_case_words_and_inner_apostrophes():
+    assert corpora.tokenize("Don't PANIC: 42 towels, (the) Hitchhiker's guide!") == [
+        "don't", "panic", "towels", "the", "hitchhiker's", "guide"]
+
+
+def test_lee_corpus_is_300_stories_of_about_60000_words():
+    stories = corpora.lee_corpus()
+    assert len(stories) == 300
+    assert 55_000 < sum(map(len, stories)) < 65_000
+    assert stories[0][:4] == ["hundreds", "of", "people", "have"]
+
+
+def test_wiki_corpus_is_plain_words_without_markup():
+    articles = corpora.wiki_corpus()
+    assert 100 <= len(articles) <= 110 and all(len(a) >= 50 for a in articles)
+    assert 400_000 < sum(map(len, articles)) < 500_000
+    words = {w for article in articles for w in article}
+    assert "anarchism" in words and not any(w.startswith(("http", "ref")) and len(w) > 20 for w in words)
+    assert not any(c in w for w in words for c in "[]{}|=<>")
+
+
+def test_a_missing_file_names_itself():
+    with pytest.raises(FileNotFoundError, match="no-such-file.txt"):
+        corpora.gensim_test_data("no-such-file.txt")

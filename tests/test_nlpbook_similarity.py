@@ -1,0 +1,66 @@
+"""The benchmarks are checked against gensim's own evaluation of the same vectors."""
+import math
+
+import pytest
+import torch
+from gensim.models import KeyedVectors
+
+from nlpbook import similarity
+from nlpbook.corpora import gensim_test_data
+from nlpbook.vocab import Vocabulary
+
+
+def test_benchmark_files_have_their_published_sizes():
+    assert len(similarity.similarity_pairs("wordsim353")) == 353
+    assert len(similarity.similarity_pairs("simlex999")) == 999
+    questions = similarity.analogy_questions()
+    assert sum(map(len, questions.values())) == 19544 and len(questions) == 14
+    assert questions["capital-common-countries"][0] == ("athens", "greece", "baghdad", "iraq")
+    with pytest.raises(ValueError, match="unknown similarity benchmark"):
+        similarity.similarity_pairs("men")
+
+
+@pytest.fixture(scope="module")
+def keyed_vectors():
+    """Random vectors for every word of the benchmarks, in gensim's KeyedVectors and in ours."""
+    words = sorted({w for a, b, _ in similarity.similarity_pairs("wordsim353") for w in (a, b)}
+                   | {w for q in similarity.analogy_questions()["family"] for w in q})
+    vectors = torch.randn(len(words), 16, generator=torch.Generator().manual_seed(0))
+    # Plant the answer of a few analogies so that some are right.
+    index = {w: i for i, w in enumerate(words)}
+    vectors[index["queen"]] = vectors[index["king"]] - vectors[index["man"]] + vectors[index["woman"]]
+    kv = KeyedVectors(16)
+    kv.add_vectors(words, vectors.numpy())
+    return kv, vectors, Vocabulary(words)
+
+
+def test_spearman_matches_gensim(keyed_vectors):
+    kv, vectors, vocab = keyed_vectors
+    ours = similarity.evaluate_similarity(vectors, vocab, "wordsim353")
+    theirs = kv.evaluate_word_pairs(str(gensim_test_data("wordsim353.tsv")), case_insensitive=True)[1].statistic
+    assert ours.spearman == pytest.approx(theirs, abs=1e-6)
+    assert ours.pairs_used == 353 and ours.coverage == 1.0
+
+
+def test_analogy_accuracy_matches_gensim(keyed_vectors):
+    kv, vectors, vocab = keyed_vectors
+    ours = similarity.evaluate_analogies(vectors, vocab)
+    score, sections = kv.evaluate_word_analogies(str(gensim_test_data("questions-words.txt")), case_insensitive=True)
+    assert ours.accuracy == pytest.approx(score) and ours.accuracy > 0
+    family = next(s for s in sections if s["section"] == "family")
+    assert ours.by_section["family"] == (len(family["correct"]), len(family["correct"]) + len(family["incorrect"]))
+    assert similarity.analogy(vectors, vocab, "man", "king", "woman")[0][0] == "queen"
+
+
+def test_nearest_leaves_the_word_out_and_ranks_by_cosine():
+    vocab = Vocabulary(["a", "b", "c"])
+    vectors = torch.tensor([[1.0, 0.0], [10.0, 1.0], [0.0, 1.0]])
+    assert [w for w, _ in similarity.nearest(vectors, vocab, "a", k=2)] == ["b", "c"]
+    assert similarity.nearest(vectors, vocab, "a", k=1)[0][1] == pytest.approx(10 / math.sqrt(101))
+
+
+def test_unknown_words_lower_the_coverage_not_the_score():
+    vocab = Vocabulary(["cat", "qwertyuiop"])
+    result = similarity.evaluate_similarity(torch.ones(2, 3), vocab, "wordsim353")
+    assert result.pairs_used == 0 and math.isnan(result.spearman)
+    assert similarity.evaluate_analogies(torch.ones(2, 3), vocab).answered == 0

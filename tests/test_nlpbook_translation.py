@@ -1,0 +1,65 @@
+import hashlib
+import io
+import tarfile
+
+import pytest
+
+from nlpbook.translation import Pair, multi30k, number_pairs, number_phrase, tokenize_phrase
+from servers import file_server
+
+
+def test_number_pairs_are_exact_translations():
+    splits = number_pairs("fr", size=50, max_value=300, seed=3)
+    english = {tokenize_phrase(number_phrase(v, "en")): v for v in range(301)}
+    for pair in splits.train + splits.valid + splits.test:
+        assert pair.target == tokenize_phrase(number_phrase(english[pair.source], "fr"))
+    assert tokenize_phrase(number_phrase(99, "fr")) == ("quatre", "-", "vingt", "-", "dix", "-", "neuf")
+    assert tokenize_phrase(number_phrase(342, "en")) == ("three", "hundred", "and", "forty", "-", "two")
+
+
+def test_splits_are_deterministic_disjoint_and_sized():
+    first, second = number_pairs("de", size=200, seed=1), number_pairs("de", size=200, seed=1)
+    assert first == second
+    assert (len(first.train), len(first.valid), len(first.test)) == (160, 20, 20)
+    sources = [set(p.source for p in split) for split in (first.train, first.valid, first.test)]
+    assert not (sources[0] & sources[1] or sources[0] & sources[2] or sources[1] & sources[2])
+    assert number_pairs("de", size=200, seed=2) != first
+
+
+def test_characters_mode_and_bad_arguments():
+    pair = number_pairs("de", size=1, max_value=0, fractions=(1.0, 0.0, 0.0), characters=True).train[0]
+    assert pair == Pair(tuple("zero"), tuple("null"))
+    with pytest.raises(ValueError, match="cannot draw 11 distinct numbers"):
+        number_pairs(size=11, max_value=9)
+    with pytest.raises(ValueError, match="sum to 1"):
+        number_pairs(size=5, fractions=(0.5, 0.5, 0.5))
+    with pytest.raises(ValueError, match="unknown language 'xx'"):
+        number_phrase(3, "xx")
+
+
+def _archive(files: dict[str, str]) -> bytes:
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
+        for name, text in files.items():
+            data = text.encode()
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    return buffer.getvalue()
+
+
+def test_multi30k_loader_downloads_checks_and_caches(tmp_path):
+    archive = _archive({"val.en": "A dog runs.\nTwo men talk.\n", "val.de": "Ein Hund rennt.\nZwei Männer reden.\n"})
+    (tmp_path / "www").mkdir()
+    (tmp_path / "www" / "validation.tar.gz").write_bytes(archive)
+    files = {"valid": ("validation.tar.gz", hashlib.sha256(archive).hexdigest(), "val")}
+    with file_server(tmp_path / "www") as (url, requests):
+        pairs = multi30k("valid", mirror=url, files=files, cache=tmp_path / "cache")
+        assert pairs == [Pair(("a", "dog", "runs", "."), ("ein", "hund", "rennt", ".")),
+                         Pair(("two", "men", "talk", "."), ("zwei", "männer", "reden", "."))]
+        assert multi30k("valid", mirror=url, files=files, cache=tmp_path / "cache") == pairs
+        assert requests == ["/validation.tar.gz"]
+        with pytest.raises(ValueError, match="holds no val.fr"):
+            multi30k("valid", target="fr", mirror=url, files=files, cache=tmp_path / "cache")
+        with pytest.raises(ValueError, match="unknown split 'dev'"):
+            multi30k("dev", mirror=url, files=files, cache=tmp_path / "cache")

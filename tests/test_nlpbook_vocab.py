@@ -1,0 +1,35 @@
+import pytest
+
+from nlpbook.vocab import Vocabulary
+
+
+def test_build_orders_by_frequency_then_alphabet_after_the_specials():
+    vocab = Vocabulary.build([["b", "a", "c", "a"], ["c", "d", "a"]], specials=("<pad>", "<unk>"), unk="<unk>")
+    assert vocab.tokens == ["<pad>", "<unk>", "a", "c", "b", "d"]
+    assert vocab.counts == [0, 0, 3, 2, 1, 1]
+
+
+def test_min_count_and_max_size_count_the_specials():
+    sentences = [["x"] * 5 + ["y"] * 3 + ["z"]]
+    assert Vocabulary.build(sentences, min_count=2).tokens == ["x", "y"]
+    assert Vocabulary.build(sentences, max_size=2, specials=("<unk>",), unk="<unk>").tokens == ["<unk>", "x"]
+
+
+def test_encode_and_decode_round_trip_and_unknown_words():
+    vocab = Vocabulary.build([["the", "cat", "the"]], specials=("<unk>",), unk="<unk>")
+    assert vocab.decode(vocab.encode(["the", "cat"])) == ["the", "cat"]
+    assert vocab.encode(["dog"]) == [vocab.index("<unk>")]
+    assert vocab.encode(["dog", "cat"], skip_unknown=True) == [vocab.index("cat")]
+    strict = Vocabulary.build([["the"]])
+    with pytest.raises(KeyError, match="'dog' is not in the vocabulary"):
+        strict.index("dog")
+    assert "the" in strict and "dog" not in strict and len(strict) == 1
+
+
+def test_bad_vocabularies_are_refused():
+    with pytest.raises(ValueError, match="same token twice"):
+        Vocabulary(["a", "a"])
+    with pytest.raises(ValueError, match="not among the tokens"):
+        Vocabulary(["a"], unk="<unk>")
+    with pytest.raises(ValueError, match="min_count"):
+        Vocabulary.build([["a"]], min_count=0)
