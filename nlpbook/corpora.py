@@ -55,6 +55,12 @@ def _wiki(min_tokens: int) -> tuple[tuple[str, ...], ...]:
     return tuple(articles)
 
 
+def lee_stories() -> list[str]:
+    """The 300 Lee news stories as raw text, one string per story (for character-level models)."""
+    lines = gensim_test_data(LEE).read_text(encoding="utf-8").splitlines()
+    return [line.strip() for line in lines if line.strip()]
+
+
 def lee_corpus() -> list[list[str]]:
     """The Lee background corpus: 300 news stories, about 60,000 words, one token list per story."""
     return [list(document) for document in _lee()]

@@ -9,6 +9,9 @@ pattern is known in advance, so a heat map can be checked by eye:
 ``shift``    target t = source t - 1, padding at t = 0 (attention one step back)
 
 Token 0 is padding; real tokens are ``1 .. vocab_size - 1``.
+
+The recurrent chapters add the adding problem, whose answer depends on two
+inputs that may be a whole sequence apart.
 """
 from __future__ import annotations
 
@@ -81,3 +84,28 @@ def make_sequence_task(
         keys = source.masked_fill(~valid, vocab_size)
         target = keys.sort(dim=1).values.masked_fill(~valid, PAD_ID)
     return SequenceTask(source=source, target=target, lengths=lengths)
+
+
+def adding_problem(size: int, length: int, *, generator: torch.Generator | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """The adding problem (Hochreiter and Schmidhuber, 1997), a test of long-range memory.
+
+    Each input is ``(length, 2)``: a random value in [0, 1) and a marker that is 1 at exactly two
+    positions, one in the first half and one in the second half.  The target is the sum of the two
+    marked values.  Predicting the mean (1.0) gives a mean squared error of about 1/6; a model
+    that beats it clearly must carry the first marked value across about ``length / 2`` steps.
+
+    Returns ``inputs`` (size, length, 2) float32 and ``targets`` (size,) float32.
+    """
+    if length < 2:
+        raise ValueError(f"length must be at least 2, got {length}")
+    generator = generator or torch.Generator().manual_seed(0)
+    values = torch.rand(size, length, generator=generator)
+    half = length // 2
+    first = torch.randint(0, half, (size,), generator=generator)
+    second = torch.randint(half, length, (size,), generator=generator)
+    markers = torch.zeros(size, length)
+    rows = torch.arange(size)
+    markers[rows, first] = 1.0
+    markers[rows, second] = 1.0
+    targets = values[rows, first] + values[rows, second]
+    return torch.stack([values, markers], dim=-1), targets

@@ -15,6 +15,12 @@ def test_lee_corpus_is_300_stories_of_about_60000_words():
     assert stories[0][:4] == ["hundreds", "of", "people", "have"]
 
 
+def test_lee_stories_are_the_raw_text_of_the_same_stories():
+    stories = corpora.lee_stories()
+    assert len(stories) == 300 and stories[0].startswith("Hundreds of people have been forced")
+    assert [corpora.tokenize(s) for s in stories] == corpora.lee_corpus()
+
+
 def test_wiki_corpus_is_plain_words_without_markup():
     articles = corpora.wiki_corpus()
     assert 100 <= len(articles) <= 110 and all(len(a) >= 50 for a in articles)

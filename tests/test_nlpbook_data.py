@@ -38,3 +38,18 @@ def test_bad_arguments_are_named(kwargs, message):
     kind = arguments.pop("kind")
     with pytest.raises(ValueError, match=message):
         make_sequence_task(kind, **arguments)
+
+
+def test_adding_problem_marks_one_value_in_each_half_and_sums_them():
+    from nlpbook.data import adding_problem
+
+    inputs, targets = adding_problem(200, 10, generator=torch.Generator().manual_seed(4))
+    assert inputs.shape == (200, 10, 2) and targets.shape == (200,)
+    markers = inputs[..., 1]
+    assert (markers.sum(1) == 2).all()
+    assert (markers[:, :5].sum(1) == 1).all() and (markers[:, 5:].sum(1) == 1).all()
+    assert torch.allclose((inputs[..., 0] * markers).sum(1), targets)
+    # Predicting the mean of the targets gives a mean squared error near 1/6.
+    assert abs(float(((targets - 1.0) ** 2).mean()) - 1 / 6) < 0.04
+    with pytest.raises(ValueError, match="at least 2"):
+        adding_problem(3, 1)

@@ -1,0 +1,41 @@
+import math
+
+import pytest
+
+from nlpbook.ngram import NGramModel
+
+
+@pytest.mark.parametrize("order", [1, 2, 3, 5])
+def test_probabilities_sum_to_one_for_seen_and_unseen_histories(order):
+    model = NGramModel(order, vocab_size=5).fit([0, 1, 2, 1, 2, 3, 1, 2, 0, 0, 1])
+    for history in ([], [1], [2, 1], [4, 4, 4, 4], [0, 1, 2, 1]):
+        assert sum(model.probability(history, w) for w in range(5)) == pytest.approx(1.0)
+
+
+def test_an_untrained_model_is_uniform_and_perplexity_counts_choices():
+    model = NGramModel(3, vocab_size=7)
+    assert model.probability([1, 2], 3) == pytest.approx(1 / 7)
+    assert model.perplexity([1, 2, 3, 4]) == pytest.approx(7.0)
+
+
+def test_a_deterministic_sequence_is_learned_by_a_high_order():
+    text = [0, 1, 2, 3] * 50
+    bigram, unigram = NGramModel(2, 4).fit(text), NGramModel(1, 4).fit(text)
+    assert bigram.probability([1], 2) > 0.95
+    assert bigram.perplexity(text[:40]) < 1.2 < unigram.perplexity(text[:40])
+    assert unigram.perplexity(text) == pytest.approx(4.0, rel=0.01)
+
+
+def test_discounted_counts_by_hand():
+    # Bigram over "a b a c" (a=0, b=1, c=2): after "a" we saw b once and c once.
+    model = NGramModel(2, vocab_size=3, discount=0.5).fit([0, 1, 0, 2])
+    unigram_b = (1 - 0.5) / 4 + 0.5 * 3 / 4 * (1 / 3)  # c(b) = 1 of 4 tokens, 3 distinct tokens
+    assert model.probability([0], 1) == pytest.approx((1 - 0.5) / 2 + 0.5 * 2 / 2 * unigram_b)
+    assert math.isclose(sum(model.probability([0], w) for w in range(3)), 1.0)
+
+
+def test_bad_arguments():
+    with pytest.raises(ValueError, match="order"):
+        NGramModel(0, 3)
+    with pytest.raises(ValueError, match="discount"):
+        NGramModel(2, 3, discount=1.0)
