@@ -109,3 +109,30 @@ def multi30k(split: str = "train", *, source: str = "en", target: str = "de", mi
     if len(lines[source]) != len(lines[target]):
         raise ValueError(f"{archive}: {len(lines[source])} {source} lines but {len(lines[target])} {target} lines")
     return [Pair(tokenize_phrase(a), tokenize_phrase(b)) for a, b in zip(lines[source], lines[target]) if a.strip()]
+
+
+PAD, UNK, BOS, EOS = "<pad>", "<unk>", "<bos>", "<eos>"
+SPECIALS = (PAD, UNK, BOS, EOS)
+
+
+def build_vocabularies(pairs: list[Pair]):
+    """Source and target vocabularies of ``pairs`` (training pairs only), specials first: pad = 0."""
+    from nlpbook.vocab import Vocabulary
+
+    return (Vocabulary.build([p.source for p in pairs], specials=SPECIALS, unk=UNK),
+            Vocabulary.build([p.target for p in pairs], specials=SPECIALS, unk=UNK))
+
+
+def to_tensors(pairs: list[Pair], source_vocab, target_vocab):
+    """Padded id tensors: sources (N, S), their lengths (N,), and targets (N, T + 2) framed by BOS and EOS."""
+    import torch
+
+    sources = [source_vocab.encode(p.source) for p in pairs]
+    targets = [[target_vocab.index(BOS), *target_vocab.encode(p.target), target_vocab.index(EOS)] for p in pairs]
+    lengths = torch.tensor([len(s) for s in sources])
+    source = torch.zeros(len(pairs), int(lengths.max()), dtype=torch.long)  # pad id 0
+    target = torch.zeros(len(pairs), max(map(len, targets)), dtype=torch.long)
+    for i, (s, t) in enumerate(zip(sources, targets)):
+        source[i, :len(s)] = torch.tensor(s)
+        target[i, :len(t)] = torch.tensor(t)
+    return source, lengths, target

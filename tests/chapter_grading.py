@@ -12,6 +12,7 @@ import csv
 from pathlib import Path
 
 import nbformat
+import pytest
 
 from autograder.course import EXERCISES, SOLUTIONS
 from autograder.handins import solved, write
@@ -72,3 +73,32 @@ def check_mistake(scores: dict, student: str, broken: str, expected: float) -> N
             assert score < maximum
         else:
             assert score == maximum, f"{student}: {part} lost points ({score} of {maximum}) for a mistake in {broken}"
+
+
+class ChapterGrading:
+    """The tests every chapter's exercise must pass, for a subclass that names its assignment and
+    mistakes (``MISTAKES``: student id -> (part, expected score there, edits)).  ``conftest.py``
+    parametrizes ``student`` over the subclass's mistakes."""
+
+    ASSIGNMENT: str
+    NOTEBOOK: str
+    AUTO_POINTS: float
+    MISTAKES: dict
+
+    @pytest.fixture(scope="class")
+    def scores(self, tmp_path_factory):
+        _, part_scores = grade_mistakes(self.ASSIGNMENT, self.NOTEBOOK, self.MISTAKES,
+                                        tmp_path_factory.mktemp(self.ASSIGNMENT))
+        return part_scores
+
+    def test_the_solution_gets_every_automatic_point(self, scores):
+        assert sorted(scores["solution"]) == sorted(parts_of(self.ASSIGNMENT, self.NOTEBOOK))
+        assert all(score == maximum for score, maximum in scores["solution"].values())
+        assert sum(score for score, _ in scores["solution"].values()) == self.AUTO_POINTS
+
+    def test_the_untouched_exercise_scores_zero(self, scores):
+        assert all(score == 0.0 for score, _ in scores["untouched"].values())
+
+    def test_each_mistake_costs_its_own_part_and_nothing_else(self, scores, student):
+        broken, expected, _ = self.MISTAKES[student]
+        check_mistake(scores, student, broken, expected)

@@ -16,3 +16,10 @@ def run_autograder(*args: str, timeout: int = 1800) -> subprocess.CompletedProce
     """Run ``python -m autograder ARGS`` the way an instructor does, and capture what it prints."""
     return subprocess.run([sys.executable, "-m", "autograder", *args], cwd=REPO, capture_output=True,
                           text=True, timeout=timeout)
+
+
+def pytest_generate_tests(metafunc):
+    # A chapter's grading tests (chapter_grading.ChapterGrading) run once per classic mistake.
+    mistakes = getattr(metafunc.cls, "MISTAKES", None)
+    if mistakes is not None and "student" in metafunc.fixturenames:
+        metafunc.parametrize("student", sorted(mistakes))

@@ -18,6 +18,7 @@ import nbformat
 import pytest
 
 from autograder.course import EXERCISES, SOLUTIONS
+from chapter_grading import check_mistake
 from conftest import run_autograder
 from autograder.handins import solved, write
 
@@ -156,12 +157,7 @@ def test_untouched_exercise_scores_zero(part_scores):
 @pytest.mark.parametrize("student", sorted(MISTAKES))
 def test_each_mistake_costs_its_own_part_and_nothing_else(part_scores, student):
     broken, expected, _ = MISTAKES[student]
-    for part, (score, maximum) in part_scores[student].items():
-        if part == broken:
-            assert score == expected, f"{student}: {part} scored {score} of {maximum}, expected {expected}"
-            assert score < maximum
-        else:
-            assert score == maximum, f"{student}: {part} lost points ({score} of {maximum}) for a mistake in {broken}"
+    check_mistake(part_scores, student, broken, expected)
 
 
 def _hidden_test_lines() -> set[str]:

@@ -1,61 +1,40 @@
 """Chapter 2's exercise through the real grading command: the classic mistakes of recurrent networks."""
 from __future__ import annotations
 
-import pytest
+from chapter_grading import ChapterGrading
 
-from chapter_grading import check_mistake, grade_mistakes
-
-ASSIGNMENT, NOTEBOOK = "02-rnns", "rnns"
-AUTO_POINTS = 12.0
 
 STEP, FORWARD, BIDIRECTIONAL, CLIP, PPL = "rnn_step", "rnn_forward", "bidirectional_rnn", "clip_grad_norm", "perplexity"
-# student id -> (the part it breaks, its score in that part, edits to the solution)
-MISTAKES = {
-    "step-without-tanh": (STEP, 0.0, {STEP: [("return torch.tanh(", "return (")]}),
-    "step-relu": (STEP, 0.0, {STEP: [("torch.tanh(", "torch.relu(")]}),
-    "step-drops-hidden-bias": (STEP, 0.0, {STEP: [(" + bias_hh)", ")")]}),
-    "forward-reads-previous-input": (FORWARD, 0.0, {FORWARD: [("rnn_step(x[:, t], h, *weights)",
-                                                               "rnn_step(x[:, t - 1], h, *weights)")]}),
-    "forward-ignores-h0": (FORWARD, 1.0, {FORWARD: [
-        ("h = h0 if h0 is not None else torch.zeros(", "h = torch.zeros(")]}),
-    "forward-returns-first-state": (FORWARD, 0.0, {FORWARD: [("return torch.stack(outputs, dim=1), h",
-                                                              "return torch.stack(outputs, dim=1), outputs[0]")]}),
-    "forward-time-major-output": (FORWARD, 0.0, {FORWARD: [("torch.stack(outputs, dim=1)", "torch.stack(outputs, dim=0)")]}),
-    "backward-not-flipped-back": (BIDIRECTIONAL, 0.0, {BIDIRECTIONAL: [("    backward = backward.flip(1)", "    pass")]}),
-    "directions-swapped": (BIDIRECTIONAL, 0.0, {BIDIRECTIONAL: [("torch.cat([forward, backward]", "torch.cat([backward, forward]")]}),
-    "backward-final-state-at-wrong-end": (BIDIRECTIONAL, 0.0, {BIDIRECTIONAL: [
-        ("torch.stack([forward_last, backward_last])", "torch.stack([forward_last, backward[:, -1]])")]}),
-    "backward-uses-forward-weights": (BIDIRECTIONAL, 1.0, {BIDIRECTIONAL: [
-        ("rnn_forward(x.flip(1), None, backward_weights)", "rnn_forward(x.flip(1), None, forward_weights)")]}),
-    "clip-without-sqrt": (CLIP, 0.0, {CLIP: [("total = torch.sqrt(sum(", "total = (sum(")]}),
-    "clip-scales-up": (CLIP, 0.0, {CLIP: [("scale = min(1.0, max_norm / (float(total) + 1e-6))",
-                                         "scale = max_norm / (float(total) + 1e-6)")]}),
-    "clip-returns-clipped-norm": (CLIP, 0.0, {CLIP: [("return total.to(grads[0].dtype)",
-                                                    "return torch.sqrt(sum((g ** 2).sum() for g in grads))")]}),
-    "perplexity-counts-padding": (PPL, 0.0, {PPL: [("picked[keep].mean()", "picked.mean()")]}),
-    "perplexity-without-log-softmax": (PPL, 0.0, {PPL: [("torch.log_softmax(logits, dim=-1)", "logits")]}),
-    "perplexity-mean-over-sequences": (PPL, 1.0, {PPL: [("torch.exp(-picked[keep].mean())",
-                                                         "torch.exp(-(picked * keep).sum(1) / keep.sum(1)).mean()")]}),
-}
 
 
-@pytest.fixture(scope="module")
-def scores(tmp_path_factory):
-    _, part_scores = grade_mistakes(ASSIGNMENT, NOTEBOOK, MISTAKES, tmp_path_factory.mktemp("rnns"))
-    return part_scores
-
-
-def test_the_solution_gets_every_automatic_point(scores):
-    assert sorted(scores["solution"]) == sorted({STEP, FORWARD, BIDIRECTIONAL, CLIP, PPL})
-    assert all(score == maximum for score, maximum in scores["solution"].values())
-    assert sum(score for score, _ in scores["solution"].values()) == AUTO_POINTS
-
-
-def test_the_untouched_exercise_scores_zero(scores):
-    assert all(score == 0.0 for score, _ in scores["untouched"].values())
-
-
-@pytest.mark.parametrize("student", sorted(MISTAKES))
-def test_each_mistake_costs_its_own_part_and_nothing_else(scores, student):
-    broken, expected, _ = MISTAKES[student]
-    check_mistake(scores, student, broken, expected)
+class TestRnnsExercise(ChapterGrading):
+    ASSIGNMENT, NOTEBOOK = "02-rnns", "rnns"
+    AUTO_POINTS = 12.0
+    # student id -> (the part it breaks, its score in that part, edits to the solution)
+    MISTAKES = {
+        "step-without-tanh": (STEP, 0.0, {STEP: [("return torch.tanh(", "return (")]}),
+        "step-relu": (STEP, 0.0, {STEP: [("torch.tanh(", "torch.relu(")]}),
+        "step-drops-hidden-bias": (STEP, 0.0, {STEP: [(" + bias_hh)", ")")]}),
+        "forward-reads-previous-input": (FORWARD, 0.0, {FORWARD: [("rnn_step(x[:, t], h, *weights)",
+                                                                   "rnn_step(x[:, t - 1], h, *weights)")]}),
+        "forward-ignores-h0": (FORWARD, 1.0, {FORWARD: [
+            ("h = h0 if h0 is not None else torch.zeros(", "h = torch.zeros(")]}),
+        "forward-returns-first-state": (FORWARD, 0.0, {FORWARD: [("return torch.stack(outputs, dim=1), h",
+                                                                  "return torch.stack(outputs, dim=1), outputs[0]")]}),
+        "forward-time-major-output": (FORWARD, 0.0, {FORWARD: [("torch.stack(outputs, dim=1)", "torch.stack(outputs, dim=0)")]}),
+        "backward-not-flipped-back": (BIDIRECTIONAL, 0.0, {BIDIRECTIONAL: [("    backward = backward.flip(1)", "    pass")]}),
+        "directions-swapped": (BIDIRECTIONAL, 0.0, {BIDIRECTIONAL: [("torch.cat([forward, backward]", "torch.cat([backward, forward]")]}),
+        "backward-final-state-at-wrong-end": (BIDIRECTIONAL, 0.0, {BIDIRECTIONAL: [
+            ("torch.stack([forward_last, backward_last])", "torch.stack([forward_last, backward[:, -1]])")]}),
+        "backward-uses-forward-weights": (BIDIRECTIONAL, 1.0, {BIDIRECTIONAL: [
+            ("rnn_forward(x.flip(1), None, backward_weights)", "rnn_forward(x.flip(1), None, forward_weights)")]}),
+        "clip-without-sqrt": (CLIP, 0.0, {CLIP: [("total = torch.sqrt(sum(", "total = (sum(")]}),
+        "clip-scales-up": (CLIP, 0.0, {CLIP: [("scale = min(1.0, max_norm / (float(total) + 1e-6))",
+                                             "scale = max_norm / (float(total) + 1e-6)")]}),
+        "clip-returns-clipped-norm": (CLIP, 0.0, {CLIP: [("return total.to(grads[0].dtype)",
+                                                        "return torch.sqrt(sum((g ** 2).sum() for g in grads))")]}),
+        "perplexity-counts-padding": (PPL, 0.0, {PPL: [("picked[keep].mean()", "picked.mean()")]}),
+        "perplexity-without-log-softmax": (PPL, 0.0, {PPL: [("torch.log_softmax(logits, dim=-1)", "logits")]}),
+        "perplexity-mean-over-sequences": (PPL, 1.0, {PPL: [("torch.exp(-picked[keep].mean())",
+                                                             "torch.exp(-(picked * keep).sum(1) / keep.sum(1)).mean()")]}),
+    }

@@ -1,56 +1,35 @@
 """Chapter 3's exercise through the real grading command: the classic mistakes of gated cells, decoding and BLEU."""
 from __future__ import annotations
 
-import pytest
+from chapter_grading import ChapterGrading
 
-from chapter_grading import check_mistake, grade_mistakes
-
-ASSIGNMENT, NOTEBOOK = "03-lstms", "lstms"
-AUTO_POINTS = 13.0
 
 LSTM, GRU, GREEDY, BEAM, BLEU = "lstm_cell", "gru_cell", "greedy_decode", "beam_search", "corpus_bleu"
-# student id -> (the part it breaks, its score in that part, edits to the solution)
-MISTAKES = {
-    "lstm-h-from-old-cell": (LSTM, 0.0, {LSTM: [("torch.sigmoid(o) * torch.tanh(c)", "torch.sigmoid(o) * torch.tanh(c_prev)")]}),
-    "lstm-gate-order": (LSTM, 1.0, {LSTM: [("i, f, g, o = z.chunk(4, dim=-1)", "i, f, o, g = z.chunk(4, dim=-1)")]}),
-    "lstm-no-forget-gate": (LSTM, 0.0, {LSTM: [("torch.sigmoid(f) * c_prev", "c_prev")]}),
-    "lstm-sigmoid-candidate": (LSTM, 0.0, {LSTM: [("torch.sigmoid(i) * torch.tanh(g)", "torch.sigmoid(i) * torch.sigmoid(g)")]}),
-    "gru-update-gate-swapped": (GRU, 1.0, {GRU: [("return (1 - z) * n + z * h_prev", "return z * n + (1 - z) * h_prev")]}),
-    "gru-no-reset-gate": (GRU, 1.0, {GRU: [("torch.tanh(gi_n + r * gh_n)", "torch.tanh(gi_n + gh_n)")]}),
-    "greedy-keeps-eos": (GREEDY, 0.0, {GREEDY: [("                finished[b] = True\n",
-                                                 "                finished[b] = True\n                outputs[b].append(token)\n")]}),
-    "greedy-stops-when-one-ends": (GREEDY, 1.0, {GREEDY: [("if all(finished):", "if any(finished):")]}),
-    "greedy-one-token-short": (GREEDY, 0.0, {GREEDY: [("for _ in range(max_length):", "for _ in range(max_length - 1):")]}),
-    "beam-drops-finished": (BEAM, 0.0, {BEAM: [("candidates = [h for h in beam if h[2]]", "candidates = []")]}),
-    "beam-keeps-the-worst": (BEAM, 0.0, {BEAM: [("key=lambda h: h[1], reverse=True", "key=lambda h: h[1]")]}),
-    "beam-returns-eos": (BEAM, 0.0, {BEAM: [("return (tokens[:-1] if finished else tokens), score", "return tokens, score")]}),
-    "bleu-unclipped": (BLEU, 0.0, {BLEU: [("min(count, theirs[gram])", "count")]}),
-    "bleu-brevity-inverted": (BLEU, 1.0, {BLEU: [("math.exp(1 - reference_length / hypothesis_length)",
-                                                  "math.exp(1 - hypothesis_length / reference_length)")]}),
-    "bleu-three-grams": (BLEU, 0.0, {BLEU: [("max_order=4", "max_order=3")]}),
-    "bleu-arithmetic-mean": (BLEU, 0.0, {BLEU: [
-        ("log_precision = sum(math.log(m / t) for m, t in zip(matches, totals)) / max_order",
-         "log_precision = math.log(sum(m / t for m, t in zip(matches, totals)) / max_order)")]}),
-}
 
 
-@pytest.fixture(scope="module")
-def scores(tmp_path_factory):
-    _, part_scores = grade_mistakes(ASSIGNMENT, NOTEBOOK, MISTAKES, tmp_path_factory.mktemp("lstms"))
-    return part_scores
-
-
-def test_the_solution_gets_every_automatic_point(scores):
-    assert sorted(scores["solution"]) == sorted({LSTM, GRU, GREEDY, BEAM, BLEU})
-    assert all(score == maximum for score, maximum in scores["solution"].values())
-    assert sum(score for score, _ in scores["solution"].values()) == AUTO_POINTS
-
-
-def test_the_untouched_exercise_scores_zero(scores):
-    assert all(score == 0.0 for score, _ in scores["untouched"].values())
-
-
-@pytest.mark.parametrize("student", sorted(MISTAKES))
-def test_each_mistake_costs_its_own_part_and_nothing_else(scores, student):
-    broken, expected, _ = MISTAKES[student]
-    check_mistake(scores, student, broken, expected)
+class TestLstmsExercise(ChapterGrading):
+    ASSIGNMENT, NOTEBOOK = "03-lstms", "lstms"
+    AUTO_POINTS = 13.0
+    # student id -> (the part it breaks, its score in that part, edits to the solution)
+    MISTAKES = {
+        "lstm-h-from-old-cell": (LSTM, 0.0, {LSTM: [("torch.sigmoid(o) * torch.tanh(c)", "torch.sigmoid(o) * torch.tanh(c_prev)")]}),
+        "lstm-gate-order": (LSTM, 1.0, {LSTM: [("i, f, g, o = z.chunk(4, dim=-1)", "i, f, o, g = z.chunk(4, dim=-1)")]}),
+        "lstm-no-forget-gate": (LSTM, 0.0, {LSTM: [("torch.sigmoid(f) * c_prev", "c_prev")]}),
+        "lstm-sigmoid-candidate": (LSTM, 0.0, {LSTM: [("torch.sigmoid(i) * torch.tanh(g)", "torch.sigmoid(i) * torch.sigmoid(g)")]}),
+        "gru-update-gate-swapped": (GRU, 1.0, {GRU: [("return (1 - z) * n + z * h_prev", "return z * n + (1 - z) * h_prev")]}),
+        "gru-no-reset-gate": (GRU, 1.0, {GRU: [("torch.tanh(gi_n + r * gh_n)", "torch.tanh(gi_n + gh_n)")]}),
+        "greedy-keeps-eos": (GREEDY, 0.0, {GREEDY: [("                finished[b] = True\n",
+                                                     "                finished[b] = True\n                outputs[b].append(token)\n")]}),
+        "greedy-stops-when-one-ends": (GREEDY, 1.0, {GREEDY: [("if all(finished):", "if any(finished):")]}),
+        "greedy-one-token-short": (GREEDY, 0.0, {GREEDY: [("for _ in range(max_length):", "for _ in range(max_length - 1):")]}),
+        "beam-drops-finished": (BEAM, 0.0, {BEAM: [("candidates = [h for h in beam if h[2]]", "candidates = []")]}),
+        "beam-keeps-the-worst": (BEAM, 0.0, {BEAM: [("key=lambda h: h[1], reverse=True", "key=lambda h: h[1]")]}),
+        "beam-returns-eos": (BEAM, 0.0, {BEAM: [("return (tokens[:-1] if finished else tokens), score", "return tokens, score")]}),
+        "bleu-unclipped": (BLEU, 0.0, {BLEU: [("min(count, theirs[gram])", "count")]}),
+        "bleu-brevity-inverted": (BLEU, 1.0, {BLEU: [("math.exp(1 - reference_length / hypothesis_length)",
+                                                      "math.exp(1 - hypothesis_length / reference_length)")]}),
+        "bleu-three-grams": (BLEU, 0.0, {BLEU: [("max_order=4", "max_order=3")]}),
+        "bleu-arithmetic-mean": (BLEU, 0.0, {BLEU: [
+            ("log_precision = sum(math.log(m / t) for m, t in zip(matches, totals)) / max_order",
+             "log_precision = math.log(sum(m / t for m, t in zip(matches, totals)) / max_order)")]}),
+    }
