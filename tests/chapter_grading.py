@@ -86,9 +86,9 @@ class ChapterGrading:
     MISTAKES: dict
 
     @pytest.fixture(scope="class")
-    def scores(self, tmp_path_factory):
-        _, part_scores = grade_mistakes(self.ASSIGNMENT, self.NOTEBOOK, self.MISTAKES,
-                                        tmp_path_factory.mktemp(self.ASSIGNMENT))
+    @classmethod
+    def scores(cls, tmp_path_factory):
+        _, part_scores = grade_mistakes(cls.ASSIGNMENT, cls.NOTEBOOK, cls.MISTAKES, tmp_path_factory.mktemp(cls.ASSIGNMENT))
         return part_scores
 
     def test_the_solution_gets_every_automatic_point(self, scores):
