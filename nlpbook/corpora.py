@@ -37,9 +37,9 @@ def tokenize(text: str) -> list[str]:
 
 
 @functools.lru_cache(maxsize=None)
-def _lee() -> tuple[tuple[str, ...], ...]:
+def _lee_stories() -> tuple[str, ...]:
     lines = gensim_test_data(LEE).read_text(encoding="utf-8").splitlines()
-    return tuple(tuple(tokenize(line)) for line in lines if line.strip())
+    return tuple(line.strip() for line in lines if line.strip())
 
 
 @functools.lru_cache(maxsize=None)
@@ -57,13 +57,12 @@ def _wiki(min_tokens: int) -> tuple[tuple[str, ...], ...]:
 
 def lee_stories() -> list[str]:
     """The 300 Lee news stories as raw text, one string per story (for character-level models)."""
-    lines = gensim_test_data(LEE).read_text(encoding="utf-8").splitlines()
-    return [line.strip() for line in lines if line.strip()]
+    return list(_lee_stories())
 
 
 def lee_corpus() -> list[list[str]]:
     """The Lee background corpus: 300 news stories, about 60,000 words, one token list per story."""
-    return [list(document) for document in _lee()]
+    return [tokenize(story) for story in _lee_stories()]
 
 
 def wiki_corpus(min_tokens: int = 50) -> list[list[str]]:

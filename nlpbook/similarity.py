@@ -60,8 +60,7 @@ def nearest(vectors: torch.Tensor, vocab: Vocabulary, word: str, k: int = 5) -> 
     unit = normalize(vectors.float())
     scores = unit @ unit[vocab.index(word)]  # (V,)
     scores[vocab.index(word)] = -float("inf")
-    best = scores.topk(min(k, len(vocab) - 1))
-    return [(vocab.tokens[i], float(s)) for s, i in zip(best.values, best.indices)]
+    return _ranked(scores, vocab, min(k, len(vocab) - 1))
 
 
 def analogy(vectors: torch.Tensor, vocab: Vocabulary, a: str, b: str, c: str, k: int = 1) -> list[tuple[str, float]]:
@@ -70,6 +69,11 @@ def analogy(vectors: torch.Tensor, vocab: Vocabulary, a: str, b: str, c: str, k:
     ids = [vocab.index(word) for word in (a, b, c)]
     scores = unit @ normalize(unit[ids[1]] - unit[ids[0]] + unit[ids[2]])  # (V,)
     scores[ids] = -float("inf")
+    return _ranked(scores, vocab, k)
+
+
+def _ranked(scores: torch.Tensor, vocab: Vocabulary, k: int) -> list[tuple[str, float]]:
+    """The ``k`` highest of ``scores`` (V,) as (word, score), best first."""
     best = scores.topk(k)
     return [(vocab.tokens[i], float(s)) for s, i in zip(best.values, best.indices)]
 
@@ -87,8 +91,9 @@ class SimilarityResult:
 
 def evaluate_similarity(vectors: torch.Tensor, vocab: Vocabulary, name: str) -> SimilarityResult:
     """Spearman correlation of cosine similarity with the human scores of benchmark ``name``."""
-    pairs = [(a, b, s) for a, b, s in similarity_pairs(name) if a in vocab and b in vocab]
-    total = len(similarity_pairs(name))
+    every_pair = similarity_pairs(name)
+    pairs = [(a, b, s) for a, b, s in every_pair if a in vocab and b in vocab]
+    total = len(every_pair)
     if len(pairs) < 2:
         return SimilarityResult(float("nan"), len(pairs), total)
     unit = normalize(vectors.float())

@@ -20,7 +20,10 @@ import tarfile
 from dataclasses import dataclass
 from pathlib import Path
 
+import torch
+
 from nlpbook.download import fetch
+from nlpbook.vocab import Vocabulary
 
 LANGUAGES = ("en", "fr", "de", "es")
 _TOKEN = re.compile(r"\w+|[^\w\s]")
@@ -117,16 +120,12 @@ SPECIALS = (PAD, UNK, BOS, EOS)
 
 def build_vocabularies(pairs: list[Pair]):
     """Source and target vocabularies of ``pairs`` (training pairs only), specials first: pad = 0."""
-    from nlpbook.vocab import Vocabulary
-
     return (Vocabulary.build([p.source for p in pairs], specials=SPECIALS, unk=UNK),
             Vocabulary.build([p.target for p in pairs], specials=SPECIALS, unk=UNK))
 
 
 def to_tensors(pairs: list[Pair], source_vocab, target_vocab):
     """Padded id tensors: sources (N, S), their lengths (N,), and targets (N, T + 2) framed by BOS and EOS."""
-    import torch
-
     sources = [source_vocab.encode(p.source) for p in pairs]
     targets = [[target_vocab.index(BOS), *target_vocab.encode(p.target), target_vocab.index(EOS)] for p in pairs]
     lengths = torch.tensor([len(s) for s in sources])

@@ -49,7 +49,7 @@ def read_part_scores(out: Path, parts: dict[str, tuple[str, ...]]) -> dict[str, 
 
 
 def grade_mistakes(assignment: str, notebook: str, mistakes: dict, folder: Path):
-    """Grade the solution, the untouched exercise and one student per mistake; return (result, part scores).
+    """Grade the solution, the untouched exercise and one student per mistake; return the part scores.
 
     ``mistakes``: student id -> (part, expected score in that part, edits to the solution).
     """
@@ -61,7 +61,7 @@ def grade_mistakes(assignment: str, notebook: str, mistakes: dict, folder: Path)
         write(solved(assignment, notebook, edits, answers=False), submissions / student / assignment, notebook)
     result = run_autograder("grade", assignment, "--submissions", str(submissions), "--out", str(out))
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    return result, read_part_scores(out, parts_of(assignment, notebook))
+    return read_part_scores(out, parts_of(assignment, notebook))
 
 
 def check_mistake(scores: dict, student: str, broken: str, expected: float) -> None:
@@ -88,8 +88,7 @@ class ChapterGrading:
     @pytest.fixture(scope="class")
     @classmethod
     def scores(cls, tmp_path_factory):
-        _, part_scores = grade_mistakes(cls.ASSIGNMENT, cls.NOTEBOOK, cls.MISTAKES, tmp_path_factory.mktemp(cls.ASSIGNMENT))
-        return part_scores
+        return grade_mistakes(cls.ASSIGNMENT, cls.NOTEBOOK, cls.MISTAKES, tmp_path_factory.mktemp(cls.ASSIGNMENT))
 
     def test_the_solution_gets_every_automatic_point(self, scores):
         assert sorted(scores["solution"]) == sorted(parts_of(self.ASSIGNMENT, self.NOTEBOOK))

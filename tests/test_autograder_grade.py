@@ -18,13 +18,12 @@ import nbformat
 import pytest
 
 from autograder.course import EXERCISES, SOLUTIONS
-from chapter_grading import check_mistake
+from chapter_grading import check_mistake, read_part_scores
 from conftest import run_autograder
 from autograder.handins import solved, write
 
 ASSIGNMENT, NOTEBOOK = "04-attention", "attention"
 AUTO_POINTS = 17.0
-ANSWERS = ("answer_long_range", "answer_positions")
 
 # part -> its graded cells (grade ids); each part is graded on its own.
 PARTS = {
@@ -81,10 +80,6 @@ NOISY_EDITS = {SDPA: [("    d_k = query.shape[-1]", "    warnings.warn('a studen
 TORCH_WARNING_EDITS = {"sinusoidal_positions": [("return table.float()", "return torch.tensor(table).float()")]}
 
 
-def _part_of(cell: str) -> str:
-    return next(part for part, cells in PARTS.items() if cell in cells)
-
-
 def _sha256_tree(folder: Path) -> dict[str, str]:
     return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
             for p in sorted(folder.rglob("*")) if p.is_file()}
@@ -113,15 +108,7 @@ def graded_class(tmp_path_factory):
 @pytest.fixture(scope="module")
 def part_scores(graded_class):
     """student -> part -> (score, max) summed over the part's cells, from parts.csv."""
-    scores: dict[str, dict[str, list[float]]] = {}
-    with open(graded_class["out"] / "parts.csv", newline="") as handle:
-        for row in csv.DictReader(handle):
-            if row["part"] in ANSWERS:
-                continue
-            entry = scores.setdefault(row["student_id"], {}).setdefault(_part_of(row["part"]), [0.0, 0.0])
-            entry[0] += float(row["score"])
-            entry[1] += float(row["max_score"])
-    return scores
+    return read_part_scores(graded_class["out"], PARTS)
 
 
 def test_grading_command_succeeds(graded_class):
