@@ -1,0 +1,91 @@
+"""The character-level language modelling task of chapter 2, shared by the chapters that come back to it.
+
+Chapter 2 trains an RNN on it against n-grams; chapter 7 compares optimizers on it and trains a small
+Transformer on it.  The data are the Lee news stories (``nlpbook.corpora``),
+lower-cased, one story per line, with the first ``valid_stories`` held out.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import lru_cache
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from nlpbook.corpora import lee_stories
+from nlpbook.vocab import Vocabulary
+
+
+@dataclass(frozen=True)
+class CharData:
+    """A character vocabulary and the training and validation texts as id tensors."""
+
+    chars: Vocabulary
+    train_ids: torch.Tensor  # (N_train,) long
+    valid_ids: torch.Tensor  # (N_valid,) long
+
+
+@lru_cache(maxsize=None)
+def char_data(valid_stories: int = 30) -> CharData:
+    """The Lee stories as characters: the first ``valid_stories`` stories for validation, the rest for training."""
+    stories = [story.lower() for story in lee_stories()]
+    if not 0 < valid_stories < len(stories):
+        raise ValueError(f"valid_stories must be between 1 and {len(stories) - 1}, got {valid_stories}")
+    train_text, valid_text = "\n".join(stories[valid_stories:]), "\n".join(stories[:valid_stories])
+    chars = Vocabulary.build([train_text + valid_text])
+    return CharData(chars, torch.tensor(chars.encode(train_text)), torch.tensor(chars.encode(valid_text)))
+
+
+def random_windows(ids: torch.Tensor, batch_size: int, length: int, generator: torch.Generator) -> torch.Tensor:
+    """``batch_size`` windows of ``length + 1`` consecutive ids at random offsets, (B, T + 1): inputs are
+    ``[:, :-1]`` and the next-character targets ``[:, 1:]``."""
+    if len(ids) < length + 2:
+        raise ValueError(f"a text of {len(ids)} ids is too short for windows of {length + 1}")
+    offsets = torch.randint(0, len(ids) - length - 1, (batch_size,), generator=generator)
+    return torch.stack([ids[o:o + length + 1] for o in offsets.tolist()])  # (B, T + 1)
+
+
+class CharRNN(nn.Module):
+    """Embedding, a one-layer tanh RNN (or LSTM with ``cell="lstm"``), and a linear map to the characters."""
+
+    def __init__(self, vocab_size: int, embed: int = 64, hidden: int = 256, cell: str = "rnn"):
+        super().__init__()
+        recurrent = {"rnn": nn.RNN, "lstm": nn.LSTM}
+        if cell not in recurrent:
+            raise ValueError(f"cell must be one of {sorted(recurrent)}, got {cell!r}")
+        self.embed = nn.Embedding(vocab_size, embed)
+        self.rnn = recurrent[cell](embed, hidden, batch_first=True)
+        self.out = nn.Linear(hidden, vocab_size)
+
+    def forward(self, ids: torch.Tensor, state=None):       # ids (B, T)
+        states, state = self.rnn(self.embed(ids), state)    # (B, T, H)
+        return self.out(states), state                      # (B, T, V)
+
+
+def next_char_loss(model: nn.Module, window: torch.Tensor) -> torch.Tensor:
+    """Mean cross-entropy of predicting ``window[:, 1:]`` from ``window[:, :-1]``; the model returns
+    logits first (a tensor, or a tuple whose first item is one)."""
+    logits = model(window[:, :-1])
+    logits = logits[0] if isinstance(logits, tuple) else logits  # (B, T, V)
+    return F.cross_entropy(logits.flatten(0, 1), window[:, 1:].flatten())
+
+
+@torch.no_grad()
+def perplexity(model: nn.Module, ids: torch.Tensor, chunk: int | None = None) -> float:
+    """Per-character perplexity of ``ids`` under ``model``: the whole text as one sequence, or in
+    consecutive chunks of ``chunk`` characters (for models with a bounded context)."""
+    was_training = model.training
+    model.eval()
+    device = next(model.parameters()).device
+    step = chunk or len(ids) - 1
+    total, count = 0.0, 0
+    for start in range(0, len(ids) - 1, step):
+        window = ids[start:start + step + 1].to(device)[None]  # (1, T + 1)
+        if window.shape[1] < 2:
+            break
+        total += next_char_loss(model, window).item() * (window.shape[1] - 1)
+        count += window.shape[1] - 1
+    model.train(was_training)
+    return math.exp(total / count)

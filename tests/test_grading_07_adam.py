@@ -1,0 +1,52 @@
+"""Chapter 7's exercise through the real grading command: the classic mistakes of optimizers and schedules."""
+from __future__ import annotations
+
+from chapter_grading import ChapterGrading
+
+
+MOMENTUM, RMSPROP, ADAM, ADAMW, SCHEDULE = "momentum_step", "rmsprop_step", "adam_step", "adamw", "warmup_linear_decay"
+
+
+class TestAdamExercise(ChapterGrading):
+    ASSIGNMENT, NOTEBOOK = "07-adam", "adam"
+    AUTO_POINTS = 12.0
+    # student id -> (the part it breaks, its score in that part, edits to the solution)
+    MISTAKES = {
+        "momentum-as-an-average": (MOMENTUM, 0.0, {MOMENTUM: [("state[\"velocity\"].mul_(momentum).add_(grad)",
+                                                               "state[\"velocity\"].mul_(momentum).add_(grad, alpha=1 - momentum)")]}),
+        "momentum-steps-along-the-gradient": (MOMENTUM, 0.0, {MOMENTUM: [("param.sub_(lr * state[\"velocity\"])",
+                                                                          "param.sub_(lr * grad)")]}),
+        "momentum-velocity-not-kept": (MOMENTUM, 0.0, {MOMENTUM: [("if \"velocity\" not in state:", "if True:")]}),
+        "rmsprop-eps-inside-the-root": (RMSPROP, 1.0, {RMSPROP: [("square_avg.sqrt().add_(eps)", "square_avg.add(eps).sqrt()")]}),
+        "rmsprop-alpha-swapped": (RMSPROP, 0.0, {RMSPROP: [("square_avg.mul_(alpha).addcmul_(grad, grad, value=1 - alpha)",
+                                                            "square_avg.mul_(1 - alpha).addcmul_(grad, grad, value=alpha)")]}),
+        "rmsprop-no-root": (RMSPROP, 0.0, {RMSPROP: [("square_avg.sqrt().add_(eps)", "square_avg.add(eps)")]}),
+        "adam-no-bias-correction": (ADAM, 0.0, {ADAM: [("m_hat = state[\"exp_avg\"] / (1 - beta1 ** t)", "m_hat = state[\"exp_avg\"]"),
+                                                       ("v_hat = state[\"exp_avg_sq\"] / (1 - beta2 ** t)", "v_hat = state[\"exp_avg_sq\"]")]}),
+        "adam-counts-from-zero": (ADAM, 0.0, {ADAM: [("    state[\"step\"] += 1\n    t = state[\"step\"]\n",
+                                                      "    t = state[\"step\"]\n    state[\"step\"] += 1\n")]}),
+        "adam-counts-one-ahead": (ADAM, 0.0, {ADAM: [("    t = state[\"step\"]\n", "    t = state[\"step\"] + 1\n")]}),
+        "adam-betas-swapped": (ADAM, 1.0, {ADAM: [("beta1, beta2 = betas", "beta2, beta1 = betas")]}),
+        "adam-no-root-in-the-correction": (ADAM, 0.0, {ADAM: [("v_hat.sqrt() + eps", "state[\"exp_avg_sq\"].sqrt() / (1 - beta2 ** t) + eps")]}),
+        "adamw-decay-through-the-gradient": (ADAMW, 0.0, {ADAMW: [
+            ("                param.mul_(1 - group[\"lr\"] * group[\"weight_decay\"])  # decoupled decay, before the step\n",
+             "                grad = grad + group[\"weight_decay\"] * param\n")]}),
+        "adamw-decay-not-scaled-by-lr": (ADAMW, 0.0, {ADAMW: [("param.mul_(1 - group[\"lr\"] * group[\"weight_decay\"])",
+                                                               "param.mul_(1 - group[\"weight_decay\"])")]}),
+        "adamw-decay-after-the-step": (ADAMW, 1.0, {ADAMW: [
+            ("                param.mul_(1 - group[\"lr\"] * group[\"weight_decay\"])  # decoupled decay, before the step\n", ""),
+            ("                param.addcdiv_(state[\"exp_avg\"], denominator, value=-step_size)\n",
+             "                param.addcdiv_(state[\"exp_avg\"], denominator, value=-step_size)\n"
+             "                param.mul_(1 - group[\"lr\"] * group[\"weight_decay\"])\n")]}),
+        "adamw-ignores-the-group-lr": (ADAMW, 1.0, {ADAMW: [("            beta1, beta2 = group[\"betas\"]\n",
+                                                             "            beta1, beta2 = group[\"betas\"]\n"
+                                                             "            group = dict(group, lr=self.defaults[\"lr\"])\n")]}),
+        "adamw-bias-correction-one-step-late": (ADAMW, 0.0, {ADAMW: [("                t = state[\"step\"]\n",
+                                                                      "                t = state[\"step\"] + 1\n")]}),
+        "adamw-loss-not-returned": (ADAMW, 1.0, {ADAMW: [("        return loss", "        return None")]}),
+        "schedule-warmup-one-step-ahead": (SCHEDULE, 0.0, {SCHEDULE: [("return step / warmup_steps", "return (step + 1) / warmup_steps")]}),
+        "schedule-decay-ignores-warmup": (SCHEDULE, 0.0, {SCHEDULE: [("(total_steps - step) / (total_steps - warmup_steps)",
+                                                                      "(total_steps - step) / total_steps")]}),
+        "schedule-negative-after-the-end": (SCHEDULE, 0.0, {SCHEDULE: [("return max(0.0, (total_steps - step) / (total_steps - warmup_steps))",
+                                                                        "return (total_steps - step) / (total_steps - warmup_steps)")]}),
+    }

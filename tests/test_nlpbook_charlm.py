@@ -1,0 +1,53 @@
+import math
+
+import pytest
+import torch
+import torch.nn as nn
+
+from nlpbook.charlm import CharRNN, char_data, next_char_loss, perplexity, random_windows
+
+
+def test_char_data_holds_out_whole_stories():
+    data = char_data()
+    text = "".join(data.chars.decode(data.valid_ids.tolist()))
+    assert text.count("\n") == 29  # 30 stories joined by newlines
+    assert data.chars.decode(data.train_ids[:5].tolist()) != data.chars.decode(data.valid_ids[:5].tolist())
+    assert len(data.train_ids) > 8 * len(data.valid_ids)
+    with pytest.raises(ValueError, match="valid_stories"):
+        char_data(0)
+
+
+def test_random_windows_are_consecutive_slices():
+    ids = torch.arange(100)
+    windows = random_windows(ids, 4, 9, torch.Generator().manual_seed(0))
+    assert windows.shape == (4, 10)
+    assert (windows[:, 1:] - windows[:, :-1] == 1).all()
+    with pytest.raises(ValueError, match="too short"):
+        random_windows(torch.arange(5), 1, 9, torch.Generator())
+
+
+@pytest.mark.parametrize("cell", ["rnn", "lstm"])
+def test_an_untrained_model_is_close_to_uniform_and_chunking_agrees_with_one_pass(cell):
+    torch.manual_seed(0)
+    model = CharRNN(7, embed=4, hidden=8, cell=cell)
+    with torch.no_grad():
+        model.out.weight.zero_()
+        model.out.bias.zero_()
+    ids = torch.randint(0, 7, (50,))
+    assert perplexity(model, ids) == pytest.approx(7.0)
+    assert perplexity(model, ids, chunk=10) == pytest.approx(7.0)
+
+
+def test_next_char_loss_is_the_mean_cross_entropy_of_the_shifted_targets():
+    class Lookup(nn.Module):  # the logits are a fixed function of the current character
+        def __init__(self):
+            super().__init__()
+            self.table = nn.Parameter(torch.randn(5, 5))
+
+        def forward(self, ids):
+            return self.table[ids]
+
+    model, window = Lookup(), torch.tensor([[0, 1, 2, 3, 4]])
+    expected = -sum(torch.log_softmax(model.table[a], -1)[b] for a, b in [(0, 1), (1, 2), (2, 3), (3, 4)]) / 4
+    assert next_char_loss(model, window).item() == pytest.approx(expected.item(), rel=1e-6)
+    assert perplexity(model, window[0]) == pytest.approx(math.exp(expected.item()), rel=1e-6)
