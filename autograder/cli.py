@@ -65,6 +65,9 @@ def _parser() -> argparse.ArgumentParser:
                        help="grade every student again, even those an earlier run in --out already graded")
     grade.add_argument("--replace", action="store_true",
                        help="replace a graded class that holds manual grades (they are lost)")
+    grade.add_argument("--no-feedback", dest="feedback", action="store_false",
+                       help="skip the students' feedback HTML (about a third of the time per notebook); "
+                            "grades are the same, and a later run without this flag writes it")
     grade.add_argument("-v", "--verbose", action="store_true", help="print nbgrader's own log too")
     return parser
 
@@ -131,7 +134,7 @@ def main(argv: list[str] | None = None) -> int:
         run = grade(args.assignment, args.submissions, args.out, timeout=args.timeout,
                     notebook_timeout=args.notebook_timeout, replace=args.replace, regrade=args.regrade,
                     sandbox_mode=args.sandbox, limits=limits, workers=args.workers, scheduler=args.scheduler,
-                    db=args.db)
+                    db=args.db, feedback=args.feedback)
         return 0 if all(s.status != "failed" for s in run.submissions) else 3
     except CourseError as error:
         log.error("%s", error)

@@ -102,6 +102,7 @@ class GradingRun:
     scheduler: str | None = None  # a Dask scheduler's address: grade on its workers
     db: str | None = None  # a PostgreSQL (or any SQLAlchemy) URL the gradebook is published to
     progress: bool = True
+    feedback: bool = True  # write each student's feedback HTML (nbgrader's generate_feedback)
     staging: Path | None = None
     submissions: list[Submission] = field(default_factory=list)
     hashes: dict[Path, str] = field(default_factory=dict)
@@ -135,7 +136,7 @@ class GradingRun:
 
     def settings(self) -> jobs.Settings:
         return jobs.Settings(mode=self.sandbox_mode, drop_user=self.drop_user, limits=self.limits,
-                             timeout=self.timeout, notebook_timeout=self.notebook_timeout,
+                             timeout=self.timeout, notebook_timeout=self.notebook_timeout, feedback=self.feedback,
                              hide=[str(self.submissions_dir.resolve()), str(self.out.resolve())], env=self.kernel_env,
                              zygote=self.zygote.path if self.zygote else "")
 
@@ -440,7 +441,7 @@ def grade_submissions(run: GradingRun) -> None:
     # or with how many threads.
     grading_terms = [run.course_key, *_flat(_files(run.course / "reference")),
                      repr((settings.mode, settings.drop_user, settings.limits, settings.timeout,
-                           settings.notebook_timeout))]
+                           settings.notebook_timeout, settings.feedback))]
     gradebook = sqlalchemy.create_engine(run.db_url)
     try:
         for submission in run.handed_in():
@@ -685,12 +686,13 @@ STEPS: list[Callable[[GradingRun], None]] = [
 def grade(assignment: str, submissions: Path, out: Path, *, timeout: int = 60, notebook_timeout: int = 600,
           replace: bool = False, regrade: bool = False, sandbox_mode: str = "auto", limits: sandbox.Limits | None = None,
           workers: int | None = None, scheduler: str | None = None, db: str | None = None,
-          progress: bool = True) -> GradingRun:
+          progress: bool = True, feedback: bool = True) -> GradingRun:
     """Run :data:`STEPS` in order; on any error the staging folder is removed and nothing is published."""
     run = GradingRun(assignment=assignment, submissions_dir=Path(submissions), out=Path(out),
                      timeout=timeout, notebook_timeout=notebook_timeout, replace=replace, regrade=regrade,
                      sandbox_mode=sandbox_mode, limits=limits or sandbox.Limits(cpu_seconds=notebook_timeout + 60),
-                     workers=workers or os.cpu_count() or 1, scheduler=scheduler, db=db, progress=progress)
+                     workers=workers or os.cpu_count() or 1, scheduler=scheduler, db=db, progress=progress,
+                     feedback=feedback)
     try:
         for step in STEPS:
             log.debug("step %s", step.__name__)

@@ -42,6 +42,7 @@ class Settings:
     limits: sandbox.Limits
     timeout: int
     notebook_timeout: int
+    feedback: bool = True  # also run nbgrader's generate_feedback (HTML for the student)
     hide: list[str] = field(default_factory=list)  # the coordinator's folders that kernels must not see
     env: dict[str, str] = field(default_factory=dict)  # added to every kernel's environment
     zygote: str = ""  # the coordinator's zygote socket; elsewhere each worker starts its own
@@ -166,8 +167,10 @@ def _grade(job: Job, root: Path) -> Result:
     if not graded["success"]:
         reason = (graded.get("error") or log or "no message").strip().splitlines()[-1]
         return Result(job.student, False, f"nbgrader autograde failed ({reason})", log)
-    feedback = NbGraderAPI(config=_config(job, root)).generate_feedback(job.course.assignment, job.student,
-                                                                        force=True)
+    feedback = {"success": True}
+    if job.settings.feedback:
+        feedback = NbGraderAPI(config=_config(job, root)).generate_feedback(job.course.assignment, job.student,
+                                                                            force=True)
     message = "" if feedback["success"] else "feedback could not be generated; see the log"
     files = {}
     for step in ("autograded", "feedback"):

@@ -7,14 +7,18 @@ solution with one planted bug each, from :mod:`autograder.mutants`), then grades
 it three ways on this machine:
 
 1. plain nbgrader: a stock course folder, ``nbgrader generate_assignment`` then
-   ``nbgrader autograde`` (one kernel after another, no sandbox, no feedback): the
-   same work as ours, from the source notebooks and the submissions to grades;
+   ``nbgrader autograde`` (one kernel after another, no sandbox, no feedback), from
+   the source notebooks and the submissions to grades;
 2. ``python -m autograder grade --workers 1``: sandboxed, with feedback, one at a time;
-3. ``python -m autograder grade``: the same with the default workers (one per core).
+3. ``python -m autograder grade``: the same with the default workers (one per core);
+4. ``python -m autograder grade --no-feedback``: the same work as plain nbgrader's
+   autograde (grades, no feedback HTML), sandboxed, with the default workers.
 
-It checks that every student gets the same total from all three, and prints the
-times, the speed-up over plain nbgrader, and the fixed cost per notebook: the
-time per notebook beyond running its cells in a kernel that is already warm.
+It checks that every student gets the same total from all four, and prints the
+times, the speed-up over plain nbgrader (like for like: run 4; and with the
+feedback that plain autograde does not write: run 3), and the fixed cost per
+notebook: the time per notebook beyond running its cells in a kernel that is
+already warm.
 This is a script that prints figures, not a test: times depend on the machine.
 """
 from __future__ import annotations
@@ -112,6 +116,7 @@ def main() -> int:
         plain, plain_totals = plain_nbgrader(args.assignment, submissions, folder / "plain", env)
         sequential, sequential_totals = ours(args.assignment, submissions, folder / "sequential", env, "--workers", "1")
         parallel, parallel_totals = ours(args.assignment, submissions, folder / "parallel", env)
+        bare, bare_totals = ours(args.assignment, submissions, folder / "bare", env, "--no-feedback")
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     n = args.students
@@ -124,14 +129,18 @@ def main() -> int:
     print(f"autograder grade --workers 1:      {sequential:6.1f} s  {sequential / n:5.2f} s per notebook  "
           f"(fixed cost {sequential / n - cells:5.2f} s; sandbox and feedback included)")
     print(f"autograder grade ({os.cpu_count()} workers):      {parallel:6.1f} s  {parallel / n:5.2f} s per notebook")
-    print(f"speed-up over plain nbgrader: {plain / parallel:.1f}x (one worker: {plain / sequential:.1f}x)")
-    differ = sorted(s for s in plain_totals if not plain_totals[s] == sequential_totals.get(s) == parallel_totals.get(s))
+    print(f"  the same, --no-feedback:          {bare:6.1f} s  {bare / n:5.2f} s per notebook")
+    print(f"speed-up over plain nbgrader autograde, like for like (grades, no feedback): {plain / bare:.1f}x")
+    print(f"speed-up with feedback HTML as well: {plain / parallel:.1f}x (one worker: {plain / sequential:.1f}x)")
+    differ = sorted(s for s in plain_totals
+                    if not plain_totals[s] == sequential_totals.get(s) == parallel_totals.get(s) == bare_totals.get(s))
     if differ:
         for student in differ:
             print(f"GRADES DIFFER {student}: plain {plain_totals[student]}, one worker "
-                  f"{sequential_totals.get(student)}, parallel {parallel_totals.get(student)}")
+                  f"{sequential_totals.get(student)}, parallel {parallel_totals.get(student)}, "
+                  f"no feedback {bare_totals.get(student)}")
         return 1
-    print(f"grades: equal for all {len(plain_totals)} students in the three runs")
+    print(f"grades: equal for all {len(plain_totals)} students in the four runs")
     return 0
 
 

@@ -88,6 +88,17 @@ def test_parallel_workers_give_the_same_grades_as_one(submissions, sequential, t
     _same_grades(tmp_path / "out", sequential)
 
 
+def test_without_feedback_the_grades_are_the_same_and_a_later_run_writes_it(submissions, sequential, tmp_path):
+    out = tmp_path / "out"
+    _grade(submissions, out, "--no-feedback")
+    _same_grades(out, sequential)
+    assert not [p for p in (out / "feedback").rglob("*") if p.is_file()]
+    result = _grade(submissions, out)  # results saved without feedback are not reused for a run that wants it
+    assert "5 to grade, 0 already graded" in result.stderr
+    assert sorted(p.parent.parent.name for p in (out / "feedback").rglob("*.html")) == sorted([*CLASS, "untouched"])
+    _same_grades(out, sequential)
+
+
 def test_lms_export_has_one_row_per_student_with_the_total(sequential):
     rows = _table(sequential / "lms.csv")
     header = [row for row in rows if row[0] == "student_id"][0]
