@@ -9,10 +9,12 @@ from nlpbook.device import get_device
 from nlpbook.seed import seed_everything
 from nlpbook.profile import PROFILES, current_profile, choose
 from nlpbook.timing import time_call
+from nlpbook.notebook import add_to_class
 from nlpbook.train import History, train
 
 __all__ = [
     "PROFILES",
+    "add_to_class",
     "History",
     "choose",
     "current_profile",

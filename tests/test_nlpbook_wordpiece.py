@@ -1,0 +1,67 @@
+import pytest
+
+from nlpbook import corpora
+from nlpbook.bert import minilm_path
+from nlpbook.wordpiece import WordPieceTokenizer, basic_tokenize, read_vocab, wordpiece
+
+TOY = {piece: i for i, piece in enumerate(
+    ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "un", "##aff", "##able", "##a", "aff", "able", "##ble"])}
+
+
+@pytest.fixture(scope="module")
+def tokenizer():
+    return WordPieceTokenizer.from_file(minilm_path() / "vocab.txt")
+
+
+@pytest.fixture(scope="module")
+def reference():
+    from transformers import BertTokenizer
+
+    return BertTokenizer(str(minilm_path() / "vocab.txt"), do_lower_case=True)
+
+
+def test_wordpiece_takes_the_longest_piece_first():
+    assert wordpiece("unaffable", TOY) == ["un", "##aff", "##able"]
+    assert wordpiece("affable", TOY) == ["aff", "##able"]
+
+
+def test_a_word_with_an_unknown_part_is_one_unk():
+    assert wordpiece("unaffablex", TOY) == ["[UNK]"]
+    assert wordpiece("x" * 101, {**TOY, "x": 99, "##x": 100}) == ["[UNK]"]
+
+
+def test_basic_tokenize_lowercases_strips_accents_and_splits_punctuation():
+    assert basic_tokenize("Héllo,  WORLD!\tcafé's $5") == ["hello", ",", "world", "!", "cafe", "'", "s", "$", "5"]
+    assert basic_tokenize("东京 ok") == ["东", "京", "ok"]
+
+
+def test_read_vocab_names_the_file_when_it_is_not_a_bert_vocabulary(tmp_path):
+    path = tmp_path / "vocab.txt"
+    path.write_text("a\nb\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="vocab.txt.*lacks \\[PAD\\]"):
+        read_vocab(path)
+
+
+def test_the_tokenizer_matches_transformers_on_the_lee_corpus_and_the_reviews(tokenizer, reference):
+    texts = corpora.lee_stories()[:60] + corpora.polarity_sentences()[0] + ["naïve Zoë's café — 3.5%, x" * 3]
+    for text in texts:
+        assert tokenizer.tokenize(text) == reference.tokenize(text), text
+
+
+def test_encode_and_batch_match_transformers_with_pairs_and_truncation(tokenizer, reference):
+    ids, segments = tokenizer.encode("The cat sat.", "On the mat, it slept.")
+    theirs = reference("The cat sat.", "On the mat, it slept.")
+    assert ids == theirs["input_ids"] and segments == theirs["token_type_ids"]
+    long = "word " * 50
+    ids, segments = tokenizer.encode(long, "short pair", max_length=16)
+    theirs = reference(long, "short pair", truncation="longest_first", max_length=16)
+    assert ids == theirs["input_ids"] and segments == theirs["token_type_ids"]
+    texts = ["A short one.", "A somewhat longer sentence, with a comma."]
+    batch, theirs = tokenizer.batch(texts), reference(texts, padding=True, return_tensors="pt")
+    for name in ("input_ids", "token_type_ids", "attention_mask"):
+        assert batch[name].equal(theirs[name]), name
+
+
+def test_decode_glues_continuation_pieces(tokenizer):
+    ids, _ = tokenizer.encode("Tokenization is unaffable")
+    assert tokenizer.decode(ids[1:-1]) == "tokenization is unaffable"
