@@ -255,6 +255,9 @@ def transformers_minilm():
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")  # no load report on stderr
     from transformers import BertModel as HFBertModel
+    from transformers.utils import logging
+
+    logging.disable_progress_bar()  # nor a progress bar in the book's pages
 
     return HFBertModel.from_pretrained(str(minilm_path()), attn_implementation="eager").eval()
 

@@ -71,13 +71,13 @@ class TestBertExercise(ChapterGrading):
         "embed-without-layer-norm": (EMBED, 0.0, {EMBED: [
             ("return self.embed_dropout(self.embed_layer_norm(summed))", "return self.embed_dropout(summed)")]}),
         "masking-selects-special-tokens": (MASKING, 0.0, {MASKING: [
-            ("(torch.rand(input_ids.shape, generator=generator) < mask_prob) & ~special",
-             "(torch.rand(input_ids.shape, generator=generator) < mask_prob)")]}),
+            ("torch.bernoulli(chance, generator=generator).bool() & ~special",
+             "torch.bernoulli(chance, generator=generator).bool()")]}),
         "masking-labels-everywhere": (MASKING, 0.0, {MASKING: [
             ("labels = torch.where(selected, input_ids, torch.full_like(input_ids, IGNORE_INDEX))", "labels = input_ids.clone()")]}),
         "masking-always-mask": (MASKING, 1.0, {MASKING: [
-            ("inputs[selected & (roll < 0.8)] = mask_id", "inputs[selected] = mask_id"),
-            ("swap = selected & (roll >= 0.8) & (roll < 0.9)", "swap = selected & (roll > 1.0)")]}),
+            ("inputs[selected & (decile < 8)] = mask_id", "inputs[selected] = mask_id"),
+            ("swap = selected & (decile >= 8) & (decile < 9)", "swap = selected & (decile > 9)")]}),
         "masking-changes-its-input": (MASKING, 0.0, {MASKING: [("inputs = input_ids.clone()", "inputs = input_ids")]}),
         "masking-random-ids-ignore-the-generator": (MASKING, 1.0, {MASKING: [
             ("torch.randint(vocab_size, input_ids.shape, generator=generator)", "torch.randint(vocab_size, input_ids.shape)")]}),
