@@ -76,9 +76,11 @@ class TestBertExercise(ChapterGrading):
         "masking-labels-everywhere": (MASKING, 0.0, {MASKING: [
             ("labels = torch.where(selected, input_ids, torch.full_like(input_ids, IGNORE_INDEX))", "labels = input_ids.clone()")]}),
         "masking-always-mask": (MASKING, 1.0, {MASKING: [
-            ("inputs[selected & (decile < 8)] = mask_id", "inputs[selected] = mask_id"),
-            ("swap = selected & (decile >= 8) & (decile < 9)", "swap = selected & (decile > 9)")]}),
-        "masking-changes-its-input": (MASKING, 0.0, {MASKING: [("inputs = input_ids.clone()", "inputs = input_ids")]}),
+            ("corrupted = torch.where(decile < 8, mask_id, torch.where(decile < 9, random_ids, input_ids))",
+             "corrupted = torch.full_like(input_ids, mask_id)")]}),
+        "masking-changes-its-input": (MASKING, 0.0, {MASKING: [
+            ("inputs = torch.where(selected, corrupted, input_ids)",
+             "input_ids[selected] = corrupted[selected]\n    inputs = input_ids")]}),
         "masking-random-ids-ignore-the-generator": (MASKING, 1.0, {MASKING: [
             ("torch.randint(vocab_size, input_ids.shape, generator=generator)", "torch.randint(vocab_size, input_ids.shape)")]}),
     }
