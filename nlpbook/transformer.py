@@ -1,0 +1,254 @@
+"""The Transformer of chapter 5 (Vaswani et al., 2017), written out, in both layer layouts.
+
+One class per idea: ``MultiHeadAttention`` (self- or cross-attention), ``FeedForward``,
+``EncoderLayer`` and ``DecoderLayer`` (post-LN as in the paper, or pre-LN with
+``norm_first=True``), and the two models built from them: ``DecoderOnlyLM`` (a causal language
+model) and ``EncoderDecoder`` (a translator).  Parameter names follow ``torch.nn``'s layers, so
+``from_torch`` copies the weights of a ``torch.nn.TransformerEncoderLayer`` or
+``TransformerDecoderLayer`` and the outputs can be compared.
+
+Masks are boolean and say where attention is **allowed** (True), broadcast to (B, H, T, S):
+``causal_mask(T)`` is (T, T), ``key_padding_mask(lengths, S)`` is (B, 1, 1, S).  Shapes: B batch,
+T query positions, S key positions, D the model width, H heads of width Dh = D / H.
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+def causal_mask(length: int, device=None) -> torch.Tensor:
+    """(T, T) bool: query t may attend to keys 0..t."""
+    return torch.ones(length, length, dtype=torch.bool, device=device).tril()
+
+
+def key_padding_mask(lengths: torch.Tensor, length: int) -> torch.Tensor:
+    """(B, 1, 1, S) bool: True at the first ``lengths[b]`` keys of row b, False at its padding."""
+    return (torch.arange(length, device=lengths.device)[None, :] < lengths[:, None])[:, None, None, :]
+
+
+def sinusoidal_positions(length: int, width: int) -> torch.Tensor:
+    """(T, D) the original encodings: PE[t, 2i] = sin(t / 10000^(2i/D)), PE[t, 2i+1] = cos(the same)."""
+    position = torch.arange(length, dtype=torch.float32)[:, None]                           # (T, 1)
+    frequency = torch.exp(-math.log(10000.0) * torch.arange(0, width, 2, dtype=torch.float32) / width)  # (D/2,)
+    table = torch.zeros(length, width)
+    table[:, 0::2] = torch.sin(position * frequency)
+    table[:, 1::2] = torch.cos(position * frequency[: width // 2])
+    return table
+
+
+class MultiHeadAttention(nn.Module):
+    """softmax(Q K^T / sqrt(Dh) + mask) V in H heads; query from one sequence, keys and values from
+    another (cross-attention) or the same one (self-attention)."""
+
+    def __init__(self, width: int, heads: int, dropout: float = 0.0):
+        super().__init__()
+        if width % heads:
+            raise ValueError(f"the width {width} is not divisible by {heads} heads")
+        self.heads, self.head_width = heads, width // heads
+        self.q, self.k, self.v, self.out = (nn.Linear(width, width) for _ in range(4))
+        self.dropout = nn.Dropout(dropout)
+
+    def split(self, x: torch.Tensor) -> torch.Tensor:
+        B, T, _ = x.shape
+        return x.view(B, T, self.heads, self.head_width).transpose(1, 2)                 # (B, H, T, Dh)
+
+    def forward(self, query, key, value, mask=None, return_probs: bool = False):
+        q, k, v = self.split(self.q(query)), self.split(self.k(key)), self.split(self.v(value))  # (B, H, T|S, Dh)
+        scores = q @ k.transpose(-2, -1) / math.sqrt(self.head_width)                   # (B, H, T, S)
+        if mask is not None:
+            scores = scores.masked_fill(~mask, float("-inf"))
+        probs = torch.softmax(scores, dim=-1)
+        context = self.dropout(probs) @ v                                               # (B, H, T, Dh)
+        B, H, T, Dh = context.shape
+        output = self.out(context.transpose(1, 2).reshape(B, T, H * Dh))                # (B, T, D)
+        return (output, probs) if return_probs else output
+
+
+class FeedForward(nn.Module):
+    """The position-wise network: linear2(dropout(gelu(linear1(x)))), applied to every position alone."""
+
+    def __init__(self, width: int, hidden: int, dropout: float = 0.0):
+        super().__init__()
+        self.linear1, self.linear2 = nn.Linear(width, hidden), nn.Linear(hidden, width)
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, x):                                                               # (B, T, D)
+        return self.linear2(self.dropout(F.gelu(self.linear1(x))))                     # (B, T, D)
+
+
+class EncoderLayer(nn.Module):
+    """Self-attention and feed-forward, each wrapped in a residual connection and a LayerNorm.
+
+    post-LN (the paper): x = LN(x + Sublayer(x));  pre-LN (``norm_first``): x = x + Sublayer(LN(x))."""
+
+    def __init__(self, width: int, heads: int, hidden: int, dropout: float = 0.0, norm_first: bool = False):
+        super().__init__()
+        self.norm_first = norm_first
+        self.self_attn = MultiHeadAttention(width, heads, dropout)
+        self.feed_forward = FeedForward(width, hidden, dropout)
+        self.norm1, self.norm2 = nn.LayerNorm(width), nn.LayerNorm(width)
+        self.dropout1, self.dropout2 = nn.Dropout(dropout), nn.Dropout(dropout)
+
+    def attend(self, x, mask):
+        return self.dropout1(self.self_attn(x, x, x, mask))
+
+    def forward(self, x, mask=None):                                                    # (B, T, D)
+        if self.norm_first:
+            x = x + self.attend(self.norm1(x), mask)
+            return x + self.dropout2(self.feed_forward(self.norm2(x)))
+        x = self.norm1(x + self.attend(x, mask))
+        return self.norm2(x + self.dropout2(self.feed_forward(x)))
+
+
+class DecoderLayer(nn.Module):
+    """Masked self-attention over the target, cross-attention to the encoder's output (the memory),
+    then feed-forward; each in a residual block, post-LN or pre-LN like ``EncoderLayer``."""
+
+    def __init__(self, width: int, heads: int, hidden: int, dropout: float = 0.0, norm_first: bool = False):
+        super().__init__()
+        self.norm_first = norm_first
+        self.self_attn = MultiHeadAttention(width, heads, dropout)
+        self.cross_attn = MultiHeadAttention(width, heads, dropout)
+        self.feed_forward = FeedForward(width, hidden, dropout)
+        self.norm1, self.norm2, self.norm3 = nn.LayerNorm(width), nn.LayerNorm(width), nn.LayerNorm(width)
+        self.dropout1, self.dropout2, self.dropout3 = nn.Dropout(dropout), nn.Dropout(dropout), nn.Dropout(dropout)
+
+    def forward(self, y, memory, self_mask=None, memory_mask=None):                    # y (B, T, D), memory (B, S, D)
+        self_block = lambda z: self.dropout1(self.self_attn(z, z, z, self_mask))
+        cross_block = lambda z: self.dropout2(self.cross_attn(z, memory, memory, memory_mask))
+        feed_block = lambda z: self.dropout3(self.feed_forward(z))
+        for block, norm in ((self_block, self.norm1), (cross_block, self.norm2), (feed_block, self.norm3)):
+            y = y + block(norm(y)) if self.norm_first else norm(y + block(y))
+        return y                                                                        # (B, T, D)
+
+
+def from_torch(torch_layer: nn.Module) -> nn.Module:
+    """An ``EncoderLayer`` or ``DecoderLayer`` with the weights of a ``torch.nn.TransformerEncoderLayer``
+    or ``TransformerDecoderLayer`` (GELU, batch_first), in the same layout and on the same device."""
+    decoder = isinstance(torch_layer, nn.TransformerDecoderLayer)
+    if not decoder and not isinstance(torch_layer, nn.TransformerEncoderLayer):
+        raise TypeError(f"expected a TransformerEncoderLayer or TransformerDecoderLayer, got {type(torch_layer).__name__}")
+    if torch_layer.activation is not F.gelu:
+        raise ValueError("our layers use GELU: build the torch layer with activation='gelu'")
+    attention = torch_layer.self_attn
+    width, heads = attention.embed_dim, attention.num_heads
+    kind = DecoderLayer if decoder else EncoderLayer
+    layer = kind(width, heads, torch_layer.linear1.out_features, torch_layer.dropout.p, torch_layer.norm_first)
+    state = {}
+    for ours, theirs in (("self_attn", "self_attn"), ("cross_attn", "multihead_attn")) if decoder else (("self_attn", "self_attn"),):
+        source = getattr(torch_layer, theirs)
+        for name, weight, bias in zip("qkv", source.in_proj_weight.chunk(3), source.in_proj_bias.chunk(3)):
+            state[f"{ours}.{name}.weight"], state[f"{ours}.{name}.bias"] = weight, bias
+        state[f"{ours}.out.weight"], state[f"{ours}.out.bias"] = source.out_proj.weight, source.out_proj.bias
+    for name in ("linear1", "linear2"):
+        for part in ("weight", "bias"):
+            state[f"feed_forward.{name}.{part}"] = getattr(getattr(torch_layer, name), part)
+    for name in ("norm1", "norm2", "norm3") if decoder else ("norm1", "norm2"):
+        for part in ("weight", "bias"):
+            state[f"{name}.{part}"] = getattr(getattr(torch_layer, name), part)
+    weight = torch_layer.linear1.weight
+    layer.to(device=weight.device, dtype=weight.dtype)  # before copying, so that float64 weights stay float64
+    layer.load_state_dict({k: v.detach().clone() for k, v in state.items()})
+    return layer
+
+
+def sampling_probs(logits: torch.Tensor, temperature: float = 1.0, top_k: int | None = None) -> torch.Tensor:
+    """(..., V) logits -> (..., V) probabilities of softmax(logits / temperature), kept to the ``top_k``
+    likeliest tokens and renormalized; ``temperature=0`` means greedy (all mass on the argmax)."""
+    if temperature < 0:
+        raise ValueError(f"temperature must be >= 0, got {temperature}")
+    if temperature == 0:
+        return F.one_hot(logits.argmax(-1), logits.shape[-1]).to(logits.dtype)
+    logits = logits / temperature
+    if top_k is not None and top_k < logits.shape[-1]:
+        kth = logits.topk(top_k, dim=-1).values[..., -1:]                               # (..., 1)
+        logits = logits.masked_fill(logits < kth, float("-inf"))
+    return torch.softmax(logits, dim=-1)
+
+
+class DecoderOnlyLM(nn.Module):
+    """A GPT-style language model: token and learned position embeddings, ``layers`` causal
+    self-attention layers (pre-LN by default, with a final LayerNorm), and a linear map to the vocabulary."""
+
+    def __init__(self, vocab_size: int, width: int = 128, heads: int = 4, layers: int = 4, context: int = 128,
+                 dropout: float = 0.0, norm_first: bool = True):
+        super().__init__()
+        self.context = context
+        self.embed = nn.Embedding(vocab_size, width)
+        self.position = nn.Embedding(context, width)
+        self.dropout = nn.Dropout(dropout)
+        self.layers = nn.ModuleList(EncoderLayer(width, heads, 4 * width, dropout, norm_first) for _ in range(layers))
+        self.norm = nn.LayerNorm(width) if norm_first else nn.Identity()  # pre-LN leaves the last sum unnormalized
+        self.out = nn.Linear(width, vocab_size)
+
+    def forward(self, ids):                                                             # (B, T)
+        T = ids.shape[1]
+        if T > self.context:
+            raise ValueError(f"{T} tokens exceed the context of {self.context}")
+        x = self.dropout(self.embed(ids) + self.position(torch.arange(T, device=ids.device)))  # (B, T, D)
+        mask = causal_mask(T, ids.device)
+        for layer in self.layers:
+            x = layer(x, mask)
+        return self.out(self.norm(x))                                                   # (B, T, V)
+
+    @torch.no_grad()
+    def generate(self, ids, new_tokens: int, temperature: float = 1.0, top_k: int | None = None,
+                 generator: torch.Generator | None = None):
+        """Extend ``ids`` (B, T) by ``new_tokens`` sampled tokens; the context slides when it is full."""
+        for _ in range(new_tokens):
+            logits = self(ids[:, -self.context:])[:, -1]                                # (B, V)
+            probs = sampling_probs(logits.float(), temperature, top_k)
+            ids = torch.cat([ids, torch.multinomial(probs.cpu(), 1, generator=generator).to(ids.device)], dim=1)
+        return ids
+
+
+class EncoderDecoder(nn.Module):
+    """The translator of the paper: embeddings scaled by sqrt(D) plus sinusoidal positions, an encoder
+    stack, a decoder stack with cross-attention, and a linear map to the target vocabulary.
+    Id 0 is padding in both languages."""
+
+    def __init__(self, source_vocab: int, target_vocab: int, width: int = 128, heads: int = 4,
+                 encoder_layers: int = 2, decoder_layers: int = 2, hidden: int | None = None,
+                 dropout: float = 0.1, norm_first: bool = True, max_length: int = 256):
+        super().__init__()
+        hidden = hidden or 4 * width
+        self.width, self.norm_first = width, norm_first
+        self.source_embed = nn.Embedding(source_vocab, width, padding_idx=0)
+        self.target_embed = nn.Embedding(target_vocab, width, padding_idx=0)
+        for table in (self.source_embed, self.target_embed):  # std D^-1/2, so that x sqrt(D) is about as large as the positions
+            nn.init.normal_(table.weight, std=width ** -0.5)
+            table.weight.data[0] = 0.0
+        self.register_buffer("positions", sinusoidal_positions(max_length, width), persistent=False)
+        self.dropout = nn.Dropout(dropout)
+        self.encoder = nn.ModuleList(EncoderLayer(width, heads, hidden, dropout, norm_first) for _ in range(encoder_layers))
+        self.decoder = nn.ModuleList(DecoderLayer(width, heads, hidden, dropout, norm_first) for _ in range(decoder_layers))
+        self.encoder_norm = nn.LayerNorm(width) if norm_first else nn.Identity()
+        self.decoder_norm = nn.LayerNorm(width) if norm_first else nn.Identity()
+        self.out = nn.Linear(width, target_vocab)
+
+    def _embed(self, table, ids):                                                       # (B, T) -> (B, T, D)
+        return self.dropout(table(ids) * math.sqrt(self.width) + self.positions[: ids.shape[1]])
+
+    def encode(self, source, lengths):
+        """Memory (B, S, D) and its mask (B, 1, 1, S)."""
+        mask = key_padding_mask(lengths.to(source.device), source.shape[1])
+        x = self._embed(self.source_embed, source)
+        for layer in self.encoder:
+            x = layer(x, mask)
+        return self.encoder_norm(x), mask
+
+    def decode(self, target_in, memory, memory_mask):
+        """Logits (B, T, V) for the next token after every prefix of ``target_in`` (B, T)."""
+        y = self._embed(self.target_embed, target_in)
+        self_mask = causal_mask(target_in.shape[1], target_in.device)
+        for layer in self.decoder:
+            y = layer(y, memory, self_mask, memory_mask)
+        return self.out(self.decoder_norm(y))
+
+    def forward(self, source, lengths, target_in):
+        """Teacher forcing, like ``nlpbook.seq2seq.Seq2Seq``: logits (B, T, V)."""
+        return self.decode(target_in, *self.encode(source, lengths))

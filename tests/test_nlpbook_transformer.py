@@ -1,0 +1,146 @@
+"""nlpbook.transformer against torch.nn's Transformer layers with copied weights, on tiny configurations."""
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from nlpbook.transformer import (DecoderOnlyLM, EncoderDecoder, MultiHeadAttention, causal_mask, from_torch,
+                                 key_padding_mask, sampling_probs, sinusoidal_positions)
+
+WIDTH, HEADS, HIDDEN = 32, 4, 48
+
+
+def torch_encoder_layer(norm_first, dtype=torch.float32):
+    torch.manual_seed(0)
+    layer = nn.TransformerEncoderLayer(WIDTH, HEADS, HIDDEN, dropout=0.0, activation="gelu", batch_first=True,
+                                       norm_first=norm_first).to(dtype)
+    for p in layer.parameters():  # LayerNorms start at (1, 0): randomize them so a swapped norm shows
+        p.data.add_(0.1 * torch.randn_like(p))
+    return layer.train()  # train mode with dropout 0: torch's fast path (which zeroes padding) stays off
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+@pytest.mark.parametrize("shape", [(1, 1), (3, 7), (2, 20)])
+def test_encoder_layer_matches_torch(norm_first, shape):
+    reference = torch_encoder_layer(norm_first)
+    ours = from_torch(reference)
+    B, T = shape
+    x = torch.randn(B, T, WIDTH)
+    lengths = torch.randint(1, T + 1, (B,))
+    mask = key_padding_mask(lengths, T)  # (B, 1, 1, T)
+    expected = reference(x, src_key_padding_mask=~mask[:, 0, 0])
+    assert torch.allclose(ours(x, mask), expected, atol=1e-5)
+    causal = reference(x, src_mask=nn.Transformer.generate_square_subsequent_mask(T), is_causal=True)
+    assert torch.allclose(ours(x, causal_mask(T)), causal, atol=1e-5)
+
+
+def test_encoder_layer_matches_torch_in_float64():
+    reference = torch_encoder_layer(True, torch.float64)
+    x = torch.randn(2, 9, WIDTH, dtype=torch.float64)
+    assert torch.allclose(from_torch(reference)(x), reference(x), atol=1e-12)
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+def test_decoder_layer_matches_torch(norm_first):
+    torch.manual_seed(1)
+    reference = nn.TransformerDecoderLayer(WIDTH, HEADS, HIDDEN, dropout=0.0, activation="gelu", batch_first=True,
+                                           norm_first=norm_first).train()
+    for p in reference.parameters():
+        p.data.add_(0.1 * torch.randn_like(p))
+    ours = from_torch(reference)
+    y, memory = torch.randn(3, 6, WIDTH), torch.randn(3, 11, WIDTH)
+    lengths = torch.tensor([11, 4, 1])
+    expected = reference(y, memory, tgt_mask=nn.Transformer.generate_square_subsequent_mask(6), tgt_is_causal=True,
+                         memory_key_padding_mask=~key_padding_mask(lengths, 11)[:, 0, 0])
+    assert torch.allclose(ours(y, memory, causal_mask(6), key_padding_mask(lengths, 11)), expected, atol=1e-5)
+
+
+def test_from_torch_rejects_what_it_cannot_copy():
+    with pytest.raises(ValueError, match="gelu"):
+        from_torch(nn.TransformerEncoderLayer(WIDTH, HEADS, HIDDEN, batch_first=True))
+    with pytest.raises(TypeError, match="Linear"):
+        from_torch(nn.Linear(2, 2))
+
+
+def test_attention_returns_rows_that_sum_to_one_and_respect_the_mask():
+    torch.manual_seed(2)
+    attention = MultiHeadAttention(WIDTH, HEADS)
+    query, memory = torch.randn(2, 5, WIDTH), torch.randn(2, 8, WIDTH)
+    mask = key_padding_mask(torch.tensor([8, 3]), 8)
+    output, probs = attention(query, memory, memory, mask, return_probs=True)
+    assert output.shape == (2, 5, WIDTH) and probs.shape == (2, HEADS, 5, 8)
+    assert torch.allclose(probs.sum(-1), torch.ones(2, HEADS, 5))
+    assert probs[1, :, :, 3:].abs().max() == 0
+    with pytest.raises(ValueError, match="divisible"):
+        MultiHeadAttention(30, 4)
+
+
+def test_masks():
+    assert causal_mask(3).tolist() == [[True, False, False], [True, True, False], [True, True, True]]
+    assert key_padding_mask(torch.tensor([1, 3]), 3)[:, 0, 0].tolist() == [[True, False, False], [True, True, True]]
+
+
+def test_sinusoidal_positions_follow_the_formula():
+    table = sinusoidal_positions(50, 16)
+    t, i = 37, 3
+    assert math.isclose(table[t, 2 * i].item(), math.sin(t / 10000 ** (2 * i / 16)), abs_tol=1e-5)
+    assert math.isclose(table[t, 2 * i + 1].item(), math.cos(t / 10000 ** (2 * i / 16)), abs_tol=1e-5)
+
+
+def test_sampling_probs_temperature_and_top_k():
+    logits = torch.tensor([[2.0, 1.0, 0.0, -1.0]])
+    assert torch.allclose(sampling_probs(logits), torch.softmax(logits, -1))
+    assert torch.allclose(sampling_probs(logits, temperature=0.5), torch.softmax(2 * logits, -1))
+    top2 = sampling_probs(logits, top_k=2)
+    assert torch.allclose(top2, torch.tensor([[math.e / (math.e + 1), 1 / (math.e + 1), 0.0, 0.0]]))
+    assert sampling_probs(logits, temperature=0).tolist() == [[1.0, 0.0, 0.0, 0.0]]
+    with pytest.raises(ValueError, match="temperature"):
+        sampling_probs(logits, temperature=-1)
+
+
+def test_the_language_model_is_causal_and_generates():
+    torch.manual_seed(3)
+    model = DecoderOnlyLM(11, width=16, heads=2, layers=2, context=8).eval()
+    ids = torch.randint(0, 11, (2, 8))
+    changed = ids.clone()
+    changed[:, 5:] = (changed[:, 5:] + 1) % 11
+    # a change at position 5 leaves the predictions for positions 0..4 untouched
+    assert torch.allclose(model(ids)[:, :5], model(changed)[:, :5], atol=1e-6)
+    assert not torch.allclose(model(ids)[:, 5:], model(changed)[:, 5:])
+    out = model.generate(ids[:, :3], 10, temperature=0.8, top_k=3, generator=torch.Generator().manual_seed(0))
+    assert out.shape == (2, 13) and torch.equal(out[:, :3], ids[:, :3])
+    with pytest.raises(ValueError, match="context"):
+        model(torch.zeros(1, 9, dtype=torch.long))
+
+
+def test_the_translator_ignores_source_padding_and_future_targets():
+    torch.manual_seed(4)
+    model = EncoderDecoder(13, 17, width=16, heads=2, encoder_layers=2, decoder_layers=2, dropout=0.0).eval()
+    source = torch.randint(1, 13, (1, 5))
+    padded = torch.cat([source, torch.zeros(1, 3, dtype=torch.long)], dim=1)
+    target = torch.randint(1, 17, (1, 6))
+    logits = model(source, torch.tensor([5]), target)
+    assert logits.shape == (1, 6, 17)
+    assert torch.allclose(model(padded, torch.tensor([5]), target), logits, atol=1e-5)
+    changed = target.clone()
+    changed[0, 4] = (changed[0, 4] + 1) % 17
+    assert torch.allclose(model(source, torch.tensor([5]), changed)[:, :4], logits[:, :4], atol=1e-6)
+
+
+def test_the_translator_learns_to_copy():
+    torch.manual_seed(5)
+    model = EncoderDecoder(8, 8, width=32, heads=2, encoder_layers=1, decoder_layers=1, dropout=0.0)
+    optimizer = torch.optim.Adam(model.parameters(), lr=3e-3)
+    for _ in range(150):
+        source = torch.randint(3, 8, (32, 5))
+        target = torch.cat([torch.ones(32, 1, dtype=torch.long), source], dim=1)  # 1 = <bos>
+        logits = model(source, torch.full((32,), 5), target[:, :-1])
+        loss = F.cross_entropy(logits.flatten(0, 1), target[:, 1:].flatten())
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    assert loss.item() < 0.1
