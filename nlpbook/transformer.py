@@ -42,7 +42,10 @@ def sinusoidal_positions(length: int, width: int) -> torch.Tensor:
 
 class MultiHeadAttention(nn.Module):
     """softmax(Q K^T / sqrt(Dh) + mask) V in H heads; query from one sequence, keys and values from
-    another (cross-attention) or the same one (self-attention)."""
+    another (cross-attention) or the same one (self-attention).
+
+    With ``return_probs`` the weights are computed step by step and returned (for plots); otherwise
+    PyTorch's fused ``scaled_dot_product_attention`` computes the same function faster."""
 
     def __init__(self, width: int, heads: int, dropout: float = 0.0):
         super().__init__()
@@ -58,14 +61,20 @@ class MultiHeadAttention(nn.Module):
 
     def forward(self, query, key, value, mask=None, return_probs: bool = False):
         q, k, v = self.split(self.q(query)), self.split(self.k(key)), self.split(self.v(value))  # (B, H, T|S, Dh)
+        if not return_probs:  # the same function, fused: the (B, H, T, S) weights never reach memory
+            context = F.scaled_dot_product_attention(q, k, v, attn_mask=mask,
+                                                     dropout_p=self.dropout.p if self.training else 0.0)
+            return self.merge(context)
         scores = q @ k.transpose(-2, -1) / math.sqrt(self.head_width)                   # (B, H, T, S)
         if mask is not None:
             scores = scores.masked_fill(~mask, float("-inf"))
         probs = torch.softmax(scores, dim=-1)
         context = self.dropout(probs) @ v                                               # (B, H, T, Dh)
+        return self.merge(context), probs
+
+    def merge(self, context):
         B, H, T, Dh = context.shape
-        output = self.out(context.transpose(1, 2).reshape(B, T, H * Dh))                # (B, T, D)
-        return (output, probs) if return_probs else output
+        return self.out(context.transpose(1, 2).reshape(B, T, H * Dh))                  # (B, H, T, Dh) -> (B, T, D)
 
 
 class FeedForward(nn.Module):

@@ -75,6 +75,7 @@ def test_attention_returns_rows_that_sum_to_one_and_respect_the_mask():
     assert output.shape == (2, 5, WIDTH) and probs.shape == (2, HEADS, 5, 8)
     assert torch.allclose(probs.sum(-1), torch.ones(2, HEADS, 5))
     assert probs[1, :, :, 3:].abs().max() == 0
+    assert torch.allclose(attention(query, memory, memory, mask), output, atol=1e-6)  # the fused path agrees
     with pytest.raises(ValueError, match="divisible"):
         MultiHeadAttention(30, 4)
 

@@ -1,0 +1,76 @@
+"""Chapter 5's exercise through the real grading command: the classic mistakes of BPE and Transformer layers."""
+from __future__ import annotations
+
+from chapter_grading import ChapterGrading
+
+
+MERGES, ENCODE, ENCODER, DECODER, SAMPLING = (
+    "bpe_merges", "bpe_encode", "encoder_layer", "decoder_layer", "sampling_probs")
+BEST = "best = min(pairs, key=lambda pair: (-pairs[pair], pair))"
+SPELL = "tuple(word[:-1]) + (word[-1] + END,)"
+CHOSEN = "merge_pair(symbols, min(candidates, key=rank.get))"
+POST_ATTENTION = "x = self.norm1(x + self.dropout1(self.self_attn(x, x, x, mask)))"
+POST_FEED = "return self.norm2(x + self.dropout2(self.feed_forward(x)))"
+PRE_FEED = "return x + self.dropout2(self.feed_forward(self.norm2(x)))"
+PRE_CROSS = "y = y + self.dropout2(self.cross_attn(self.norm2(y), memory, memory, memory_mask))"
+POST_CROSS = "y = self.norm2(y + self.dropout2(self.cross_attn(y, memory, memory, memory_mask)))"
+PRE_SELF = "            h = self.norm1(y)\n            y = y + self.dropout1(self.self_attn(h, h, h, self_mask))\n"
+TOP_K = ("        kth = scaled.topk(top_k, dim=-1).values[..., -1:]                # (..., 1), the k-th largest\n"
+         "        scaled = scaled.masked_fill(scaled < kth, float(\"-inf\"))\n")
+
+
+class TestTransformersExercise(ChapterGrading):
+    ASSIGNMENT, NOTEBOOK = "05-transformers", "transformers"
+    AUTO_POINTS = 13.0
+    # student id -> (the part it breaks, its score in that part, edits to the solution)
+    MISTAKES = {
+        "merges-counts-ignore-word-frequency": (MERGES, 0.0, {MERGES: [("pairs[pair] += count", "pairs[pair] += 1")]}),
+        "merges-without-end-of-word-mark": (MERGES, 0.0, {MERGES: [(SPELL, "tuple(word)")]}),
+        "merges-ties-go-to-the-first-seen-pair": (MERGES, 1.0, {MERGES: [(BEST, "best = pairs.most_common(1)[0][0]")]}),
+        "merges-ties-go-to-the-pair-that-sorts-last": (MERGES, 0.0, {MERGES: [
+            (BEST, "best = max(pairs, key=lambda pair: (pairs[pair], pair))")]}),
+        "merges-one-too-few": (MERGES, 0.0, {MERGES: [("for _ in range(num_merges):", "for _ in range(num_merges - 1):")]}),
+        "merges-never-stop": (MERGES, 0.0, {MERGES: [("        if not pairs:\n            break\n", "")]}),
+        "encode-latest-merge-first": (ENCODE, 1.0, {ENCODE: [(CHOSEN, "merge_pair(symbols, max(candidates, key=rank.get))")]}),
+        "encode-leftmost-pair-first": (ENCODE, 1.0, {ENCODE: [(CHOSEN, "merge_pair(symbols, candidates[0])")]}),
+        "encode-without-end-of-word-mark": (ENCODE, 0.0, {ENCODE: [(SPELL, "tuple(word)")]}),
+        "encode-one-merge-only": (ENCODE, 0.0, {ENCODE: [("while len(symbols) > 1:", "if len(symbols) > 1:")]}),
+        "encoder-post-ln-norm-before-the-add": (ENCODER, 0.0, {ENCODER: [
+            (POST_ATTENTION, "x = x + self.norm1(self.dropout1(self.self_attn(x, x, x, mask)))")]}),
+        "encoder-pre-ln-residual-from-the-normalized-input": (ENCODER, 0.0, {ENCODER: [
+            ("x = x + self.dropout1(self.self_attn(h, h, h, mask))", "x = h + self.dropout1(self.self_attn(h, h, h, mask))")]}),
+        "encoder-dropout-after-the-norm": (ENCODER, 1.0, {ENCODER: [
+            (POST_FEED, "return self.dropout2(self.norm2(x + self.feed_forward(x)))")]}),
+        "encoder-without-the-second-residual": (ENCODER, 0.0, {ENCODER: [
+            (POST_FEED, "return self.norm2(self.dropout2(self.feed_forward(x)))")]}),
+        "encoder-pre-ln-first-norm-twice": (ENCODER, 0.0, {ENCODER: [
+            (PRE_FEED, "return x + self.dropout2(self.feed_forward(self.norm1(x)))")]}),
+        "encoder-feed-forward-reads-the-layer-input": (ENCODER, 0.0, {ENCODER: [
+            (PRE_FEED, "return x + self.dropout2(self.feed_forward(h))")]}),
+        "encoder-mask-ignored": (ENCODER, 1.0, {ENCODER: [(POST_ATTENTION, "x = self.norm1(x + self.dropout1(self.self_attn(x, x, x)))")]}),
+        "decoder-cross-attention-reads-the-decoder": (DECODER, 0.0, {DECODER: [
+            (PRE_CROSS, "y = y + self.dropout2(self.cross_attn(self.norm2(y), self.norm2(y), self.norm2(y)))")]}),
+        "decoder-queries-from-the-memory": (DECODER, 0.0, {DECODER: [
+            (POST_CROSS, "y = self.norm2(y + self.dropout2(self.cross_attn(memory, y, y)))")]}),
+        "decoder-source-padding-ignored": (DECODER, 1.0, {DECODER: [
+            (PRE_CROSS, "y = y + self.dropout2(self.cross_attn(self.norm2(y), memory, memory))")]}),
+        "decoder-causal-mask-on-cross-attention": (DECODER, 0.0, {DECODER: [
+            (POST_CROSS, "y = self.norm2(y + self.dropout2(self.cross_attn(y, memory, memory, self_mask)))")]}),
+        "decoder-memory-normalized": (DECODER, 0.0, {DECODER: [
+            (PRE_CROSS, "y = y + self.dropout2(self.cross_attn(self.norm2(y), self.norm2(memory), self.norm2(memory), memory_mask))")]}),
+        "decoder-cross-attention-before-self-attention": (DECODER, 0.0, {DECODER: [
+            (PRE_SELF + "            " + PRE_CROSS + "\n",
+             "            " + PRE_CROSS + "\n" + PRE_SELF)]}),
+        "decoder-dropout-after-the-norm": (DECODER, 1.0, {DECODER: [
+            ("return self.norm3(y + self.dropout3(self.feed_forward(y)))", "return self.dropout3(self.norm3(y + self.feed_forward(y)))")]}),
+        "sampling-temperature-multiplied": (SAMPLING, 0.0, {SAMPLING: [("scaled = logits / temperature", "scaled = logits * temperature")]}),
+        "sampling-top-k-keeps-one-more": (SAMPLING, 0.0, {SAMPLING: [
+            ("scaled.topk(top_k, dim=-1)", "scaled.topk(min(top_k + 1, logits.shape[-1]), dim=-1)")]}),
+        "sampling-top-k-drops-ties": (SAMPLING, 1.0, {SAMPLING: [(TOP_K, (
+            "        chosen = scaled.topk(top_k, dim=-1).indices\n"
+            "        scaled = torch.full_like(scaled, float(\"-inf\")).scatter(-1, chosen, scaled.gather(-1, chosen))\n"))]}),
+        "sampling-greedy-divides-by-zero": (SAMPLING, 0.0, {SAMPLING: [
+            ("    if temperature == 0:\n        return F.one_hot(logits.argmax(dim=-1), logits.shape[-1]).to(logits.dtype)\n", "")]}),
+        "sampling-softmax-over-the-batch": (SAMPLING, 0.0, {SAMPLING: [("torch.softmax(scaled, dim=-1)", "torch.softmax(scaled, dim=0)")]}),
+        "sampling-changes-the-logits": (SAMPLING, 0.0, {SAMPLING: [("scaled = logits / temperature", "scaled = logits.div_(temperature)")]}),
+    }
