@@ -55,6 +55,16 @@ def test_pages_have_no_tracebacks_or_unresolved_numbers(built_book):
         assert "{glue" not in text, name
 
 
+def test_mathjax_is_served_from_the_build(built_book):
+    _, site = built_book
+    assert (site / "_static" / "mathjax" / "tex-chtml.js").is_file()
+    assert (site / "_static" / "mathjax" / "output" / "chtml" / "fonts" / "woff-v2" / "MathJax_Main-Regular.woff").is_file()
+    page = (site / "book" / "05-transformers" / "encoder-layer.html").read_text()
+    assert re.search(r'<script[^>]+src="[./]*_static/mathjax/tex-chtml\.js', page), "the page does not load the local MathJax"
+    for name in _toc_files():
+        assert "cdn.jsdelivr.net/npm/mathjax" not in (site / f"{name}.html").read_text(), f"{name} loads MathJax from a CDN"
+
+
 def test_exercise_pages_show_stubs_and_never_solutions(built_book):
     _, site = built_book
     for name in _toc_files():
