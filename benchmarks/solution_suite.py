@@ -20,6 +20,8 @@ import sys
 import time
 from pathlib import Path
 
+from nlpbook.profile import PROFILES
+
 REPO = Path(__file__).resolve().parent.parent
 SOLUTIONS = REPO / "solutions"
 
@@ -53,7 +55,7 @@ def run(path: Path, profile: str) -> tuple[bool, float, str]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--profile", default="full", choices=["quick", "standard", "full"])
+    parser.add_argument("--profile", default="full", choices=PROFILES)
     parser.add_argument("--require-gpu", action="store_true", help="fail at once when torch sees no GPU")
     parser.add_argument("--only", nargs="*", default=[], help="chapter folders to run (default: all)")
     args = parser.parse_args(argv)

@@ -124,6 +124,23 @@ def build_vocabularies(pairs: list[Pair]):
             Vocabulary.build([p.target for p in pairs], specials=SPECIALS, unk=UNK))
 
 
+def until_eos(ids: list[int], vocab) -> list[str]:
+    """Decoded ``ids`` up to, not including, the first ``<eos>`` (all of them when there is none)."""
+    eos = vocab.index(EOS)
+    return vocab.decode(ids[: ids.index(eos)] if eos in ids else ids)
+
+
+def bleu(hypotheses: list, pairs: list[Pair]) -> tuple[float, float]:
+    """Corpus BLEU of token-list ``hypotheses`` against the pairs' targets (sacrebleu on our tokens, not
+    retokenized), and the share of hypotheses equal to their reference."""
+    import sacrebleu
+
+    references = [" ".join(p.target) for p in pairs]
+    joined = [" ".join(h) for h in hypotheses]
+    score = sacrebleu.corpus_bleu(joined, [references], tokenize="none").score
+    return score, sum(h == r for h, r in zip(joined, references)) / len(pairs)
+
+
 def to_tensors(pairs: list[Pair], source_vocab, target_vocab):
     """Padded id tensors: sources (N, S), their lengths (N,), and targets (N, T + 2) framed by BOS and EOS."""
     sources = [source_vocab.encode(p.source) for p in pairs]

@@ -3,8 +3,10 @@ import io
 import tarfile
 
 import pytest
+import sacrebleu
 
-from nlpbook.translation import Pair, multi30k, number_pairs, number_phrase, tokenize_phrase
+from nlpbook.translation import (EOS, Pair, bleu, build_vocabularies, multi30k, number_pairs, number_phrase,
+                                 tokenize_phrase, until_eos)
 from servers import file_server
 
 
@@ -63,3 +65,18 @@ def test_multi30k_loader_downloads_checks_and_caches(tmp_path):
             multi30k("valid", target="fr", mirror=url, files=files, cache=tmp_path / "cache")
         with pytest.raises(ValueError, match="unknown split 'dev'"):
             multi30k("dev", mirror=url, files=files, cache=tmp_path / "cache")
+
+
+def test_until_eos_and_bleu():
+    splits = number_pairs("fr", size=60, seed=3)
+    _, target_vocab = build_vocabularies(splits.train)
+    pairs = splits.train[:20]
+    ids = target_vocab.encode(pairs[0].target)
+    assert until_eos(ids + [target_vocab.index(EOS)] + ids, target_vocab) == list(pairs[0].target)
+    assert until_eos(ids, target_vocab) == list(pairs[0].target)  # no <eos>: everything
+    assert bleu([p.target for p in pairs], pairs) == (pytest.approx(100.0), 1.0)
+    wrong = [p.target[:-1] if i % 2 else p.target for i, p in enumerate(pairs)]
+    score, exact = bleu(wrong, pairs)
+    assert exact == 0.5
+    assert score == sacrebleu.corpus_bleu([" ".join(h) for h in wrong], [[" ".join(p.target) for p in pairs]],
+                                          tokenize="none").score
