@@ -26,7 +26,6 @@ from __future__ import annotations
 import argparse
 import csv
 import os
-import platform
 import shutil
 import subprocess
 import sys
@@ -40,6 +39,7 @@ sys.path.insert(0, str(REPO))
 from autograder.course import SOLUTIONS  # noqa: E402
 from autograder.handins import solved, write  # noqa: E402
 from autograder.mutants import planted_bugs  # noqa: E402
+from measure import machine_line  # noqa: E402
 
 
 def make_class(assignment: str, notebook: str, students: int, folder: Path) -> None:
@@ -120,8 +120,7 @@ def main() -> int:
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     n = args.students
-    print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, Python "
-          f"{platform.python_version()}, profile {env['NLPBOOK_PROFILE']}, {time.strftime('%Y-%m-%d')}")
+    print(f"machine: {machine_line()}; profile {env['NLPBOOK_PROFILE']}")
     print(f"class: {n} students of {args.assignment} ({(n + 1) // 2} solutions, {n // 2} with one planted bug)")
     print(f"cells alone, warm kernel:          {cells:6.2f} s per notebook")
     print(f"plain nbgrader autograde:          {plain:6.1f} s  {plain / n:5.2f} s per notebook  "

@@ -7,7 +7,7 @@ The GPU workflow (``.github/workflows/gpu.yml``) runs it with ``--profile full
 assumes one (``nlpbook.get_device`` picks the GPU when there is one).  Each notebook
 runs in its own pytest process (nbval, errors only, this environment's kernel), so a
 failure in one does not hide the others.  The script prints the device, each notebook's
-time and result, and the suite's total, and exits non-zero when any notebook fails or
+time, peak memory (the kernel's included) and result, and the suite's total, and exits non-zero when any notebook fails or
 ``--require-gpu`` finds no GPU.  It prints figures; it is not a timed test.
 """
 from __future__ import annotations
@@ -15,14 +15,13 @@ from __future__ import annotations
 import argparse
 import os
 import platform
-import subprocess
 import sys
 import time
 from pathlib import Path
 
+from measure import REPO, machine_line, run_measured
 from nlpbook.profile import PROFILES
 
-REPO = Path(__file__).resolve().parent.parent
 SOLUTIONS = REPO / "solutions"
 
 
@@ -44,13 +43,12 @@ def notebooks(only: list[str]) -> list[Path]:
     return found
 
 
-def run(path: Path, profile: str) -> tuple[bool, float, str]:
+def run(path: Path, profile: str) -> tuple[bool, float, float, str]:
     env = {**os.environ, "NLPBOOK_PROFILE": profile, "NLPBOOK_PROGRESS": "0"}
-    start = time.perf_counter()
-    result = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--nbval-lax",
-                             "--nbval-current-env", str(path.relative_to(REPO))],
-                            cwd=REPO, env=env, capture_output=True, text=True)
-    return result.returncode == 0, time.perf_counter() - start, result.stdout[-3000:] + result.stderr[-2000:]
+    status, seconds, peak_mib, output = run_measured(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--nbval-lax", "--nbval-current-env",
+         str(path.relative_to(REPO))], env)
+    return status == 0, seconds, peak_mib, output
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -61,6 +59,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     print(device_line())
+    print(machine_line())
     if args.require_gpu:
         import torch
 
@@ -68,13 +67,13 @@ def main(argv: list[str] | None = None) -> int:
             print("--require-gpu: torch.cuda.is_available() is False (is the CUDA build of torch installed?)")
             return 2
     print(f"profile {args.profile}, {time.strftime('%Y-%m-%d %H:%M')}\n")
-    print(f"{'notebook':42s} {'result':8s} {'seconds':>8s}")
+    print(f"{'notebook':42s} {'result':8s} {'seconds':>8s} {'peak MiB':>9s}")
     total, failed = 0.0, []
     for path in notebooks(args.only):
-        ok, seconds, output = run(path, args.profile)
+        ok, seconds, peak_mib, output = run(path, args.profile)
         total += seconds
         name = str(path.relative_to(SOLUTIONS))
-        print(f"{name:42s} {'passed' if ok else 'FAILED':8s} {seconds:8.1f}", flush=True)
+        print(f"{name:42s} {'passed' if ok else 'FAILED':8s} {seconds:8.1f} {peak_mib:9.0f}", flush=True)
         if not ok:
             failed.append((name, output))
     print(f"{'total':42s} {'':8s} {total:8.1f}")

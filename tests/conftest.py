@@ -4,6 +4,9 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from pathlib import Path
+
+import pytest
 
 from autograder.course import REPO_ROOT as REPO
 
@@ -23,3 +26,31 @@ def pytest_generate_tests(metafunc):
     mistakes = getattr(metafunc.cls, "MISTAKES", None)
     if mistakes is not None and "student" in metafunc.fixturenames:
         metafunc.parametrize("student", sorted(mistakes))
+
+
+def toc_files() -> list[str]:
+    """Every page of the book, as paths without suffix (``book/04-attention/index``), in table-of-contents order."""
+    import yaml
+
+    toc = yaml.safe_load((REPO / "_toc.yml").read_text())
+    files = [toc["root"]]
+    for part in toc["parts"]:
+        for chapter in part["chapters"]:
+            files.append(chapter["file"])
+            files.extend(section["file"] for section in chapter.get("sections", []))
+    return files
+
+
+@pytest.fixture(scope="session")
+def built_book(tmp_path_factory):
+    """The README's build command (plus -n) into a fresh folder: (the finished process, its output folder).
+
+    One build per test session, shared by the build checks (test_book.py) and the browser
+    test (test_book_browser.py); the folder also holds the execution cache, so a second
+    builder (linkcheck) re-runs no page.
+    """
+    out = tmp_path_factory.mktemp("book")
+    jupyter_book = Path(sys.executable).with_name("jupyter-book")
+    result = subprocess.run([str(jupyter_book), "build", "-W", "-n", "--keep-going", "--path-output", str(out), str(REPO)],
+                            capture_output=True, text=True, timeout=1800)
+    return result, out

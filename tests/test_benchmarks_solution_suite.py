@@ -24,6 +24,8 @@ def test_the_suite_runs_one_chapter_and_prints_its_time():
     assert lines[0].startswith(("CPU only", "GPU:"))
     row = next(line for line in lines if line.startswith("07-adam/adam.ipynb"))
     assert row.split()[1] == "passed" and float(row.split()[2]) > 0
+    # The peak includes the kernel, which imports torch: far above a bare pytest process.
+    assert float(row.split()[3]) > 150
     assert any(line.startswith("total") for line in lines)
 
 

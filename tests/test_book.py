@@ -1,35 +1,24 @@
-"""The book builds with warnings as errors, in the quick profile, and shows no solution."""
+"""The book builds with warnings as errors, in the quick profile; it shows no solution, and every link resolves."""
 from __future__ import annotations
 
 import html
+import json
 import re
 import subprocess
 import sys
+from html.parser import HTMLParser
 from pathlib import Path
+from urllib.parse import unquote, urlsplit
 
 import pytest
 import yaml
 
-from conftest import REPO
-
-
-def _toc_files() -> list[str]:
-    toc = yaml.safe_load((REPO / "_toc.yml").read_text())
-    files = [toc["root"]]
-    for part in toc["parts"]:
-        for chapter in part["chapters"]:
-            files.append(chapter["file"])
-            files.extend(section["file"] for section in chapter.get("sections", []))
-    return files
+from conftest import REPO, toc_files
 
 
 @pytest.fixture(scope="module")
-def built_book(tmp_path_factory):
-    out = tmp_path_factory.mktemp("book")
-    jupyter_book = Path(sys.executable).with_name("jupyter-book")
-    result = subprocess.run([str(jupyter_book), "build", "-W", "-n", "--keep-going", "--path-output", str(out), str(REPO)],
-                            capture_output=True, text=True, timeout=1800)
-    return result, out / "_build" / "html"
+def site(built_book) -> Path:
+    return built_book[1] / "_build" / "html"
 
 
 def test_book_builds_with_warnings_as_errors(built_book):
@@ -37,9 +26,8 @@ def test_book_builds_with_warnings_as_errors(built_book):
     assert result.returncode == 0, result.stdout[-5000:] + result.stderr[-5000:]
 
 
-def test_every_page_of_the_toc_is_built(built_book):
-    _, site = built_book
-    for name in _toc_files():
+def test_every_page_of_the_toc_is_built(site):
+    for name in toc_files():
         assert (site / f"{name}.html").is_file(), name
 
 
@@ -47,27 +35,24 @@ def _text(page: Path) -> str:
     return html.unescape(re.sub(r"<[^>]+>", "", page.read_text()))
 
 
-def test_pages_have_no_tracebacks_or_unresolved_numbers(built_book):
-    _, site = built_book
-    for name in _toc_files():
+def test_pages_have_no_tracebacks_or_unresolved_numbers(site):
+    for name in toc_files():
         text = _text(site / f"{name}.html")
         assert "Traceback (most recent call last)" not in text, name
         assert "{glue" not in text, name
 
 
-def test_mathjax_is_served_from_the_build(built_book):
-    _, site = built_book
+def test_mathjax_is_served_from_the_build(site):
     assert (site / "_static" / "mathjax" / "tex-chtml.js").is_file()
     assert (site / "_static" / "mathjax" / "output" / "chtml" / "fonts" / "woff-v2" / "MathJax_Main-Regular.woff").is_file()
     page = (site / "book" / "05-transformers" / "encoder-layer.html").read_text()
     assert re.search(r'<script[^>]+src="[./]*_static/mathjax/tex-chtml\.js', page), "the page does not load the local MathJax"
-    for name in _toc_files():
+    for name in toc_files():
         assert "cdn.jsdelivr.net/npm/mathjax" not in (site / f"{name}.html").read_text(), f"{name} loads MathJax from a CDN"
 
 
-def test_exercise_pages_show_stubs_and_never_solutions(built_book):
-    _, site = built_book
-    for name in _toc_files():
+def test_exercise_pages_show_stubs_and_never_solutions(site):
+    for name in toc_files():
         if not name.startswith("exercises/"):
             continue
         text = _text(site / f"{name}.html")
@@ -75,3 +60,76 @@ def test_exercise_pages_show_stubs_and_never_solutions(built_book):
         for secret in ("BEGIN SOLUTION", "BEGIN HIDDEN TESTS", "MARK SCHEME", "_reference_attention"):
             assert secret not in text, f"{name} shows {secret}"
     assert not list(site.rglob("solutions/*")), "solutions/ must never be part of the site"
+
+
+@pytest.fixture(scope="module")
+def linkcheck(built_book) -> list[dict]:
+    """Sphinx's linkcheck builder over the same output folder (so no page runs again), with
+    external addresses ignored: CI has no network, and the issue is our own links."""
+    _, out = built_book
+    config = yaml.safe_load((REPO / "_config.yml").read_text())
+    config["sphinx"]["config"]["linkcheck_ignore"] = [r"https?://"]
+    # Relative to the configuration file, which now lives elsewhere.
+    config["sphinx"]["local_extensions"] = {name: str(REPO / folder)
+                                            for name, folder in config["sphinx"]["local_extensions"].items()}
+    config_file = out / "_config.linkcheck.yml"
+    config_file.write_text(yaml.safe_dump(config))
+    jupyter_book = Path(sys.executable).with_name("jupyter-book")
+    result = subprocess.run([str(jupyter_book), "build", "--builder", "linkcheck", "--config", str(config_file),
+                             "--path-output", str(out), str(REPO)], capture_output=True, text=True, timeout=1800)
+    assert result.returncode == 0, result.stdout[-5000:] + result.stderr[-5000:]
+    report = out / "_build" / "html" / "output.json"  # Jupyter Book gives linkcheck the html folder
+    return [json.loads(line) for line in report.read_text().splitlines() if line.strip()]
+
+
+def test_sphinx_linkcheck_finds_no_broken_internal_link(linkcheck):
+    broken = [f"{entry['filename']}:{entry['lineno']}: {entry['uri']} ({entry['info']})"
+              for entry in linkcheck if entry["status"] == "broken"]
+    assert not broken, "\n".join(broken)
+
+
+class _Links(HTMLParser):
+    """Every href and src of a page, and every id it defines."""
+
+    def __init__(self):
+        super().__init__()
+        self.targets: list[str] = []
+        self.ids: set[str] = set()
+
+    def handle_starttag(self, tag, attrs):
+        for name, value in attrs:
+            if name in ("href", "src") and value:
+                self.targets.append(value)
+            elif name == "id" and value:
+                self.ids.add(value)
+
+
+def _parse(page: Path) -> _Links:
+    parser = _Links()
+    parser.feed(page.read_text())
+    return parser
+
+
+def test_every_internal_link_and_anchor_of_the_site_resolves(site):
+    """What Sphinx's linkcheck does not look at: the links as written in the HTML (theme,
+    navigation, glossary and section references), down to the #anchor."""
+    # _static holds the theme's Jinja templates, not pages.
+    pages = {page.resolve(): _parse(page) for page in site.rglob("*.html") if "_static" not in page.relative_to(site).parts}
+    broken, checked = [], 0
+    for page, links in pages.items():
+        for target in links.targets:
+            parts = urlsplit(target)
+            if parts.scheme or parts.netloc or target.startswith(("mailto:", "javascript:", "data:")):
+                continue
+            checked += 1
+            file = (page.parent / unquote(parts.path)).resolve() if parts.path else page
+            if file.is_dir():
+                file = file / "index.html"
+            if not file.is_file():
+                broken.append(f"{page.relative_to(site.resolve())}: {target} (no file {file})")
+            elif parts.fragment and file.suffix == ".html":
+                ids = pages[file].ids if file in pages else _parse(file).ids
+                if unquote(parts.fragment) not in ids:
+                    broken.append(f"{page.relative_to(site.resolve())}: {target} (no id {parts.fragment!r})")
+    assert checked > 5 * len(toc_files()), checked  # navigation alone gives every page several
+    assert not broken, "\n".join(broken[:50])

@@ -1,0 +1,43 @@
+"""What the benchmark scripts share: a line describing the machine, and a measured subprocess run."""
+from __future__ import annotations
+
+import os
+import platform
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def machine_line() -> str:
+    """CPU model, cores, memory, Python and torch, and today's date: what a figure was measured on."""
+    import torch
+
+    model = platform.processor() or platform.machine()
+    cpuinfo = Path("/proc/cpuinfo")
+    if cpuinfo.is_file():
+        model = next((line.split(":", 1)[1].strip() for line in cpuinfo.read_text().splitlines()
+                      if line.startswith("model name")), model)
+    memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+    gpu = f", GPU {torch.cuda.get_device_name(0)}" if torch.cuda.is_available() else ", no GPU"
+    return (f"{model}, {os.cpu_count()} cores, {memory:.0f} GiB{gpu}; Python {platform.python_version()}, "
+            f"torch {torch.__version__}; {time.strftime('%Y-%m-%d')}")
+
+
+def run_measured(command: list[str], env: dict[str, str]) -> tuple[int, float, float, str]:
+    """Run a command in the repository; its exit status, seconds, peak memory in MiB and its output's tail.
+
+    The peak is wait4's ru_maxrss: the largest resident set of the process and of every
+    descendant it waited for, which includes a Jupyter kernel that ran a notebook for it.
+    """
+    start = time.perf_counter()
+    with tempfile.TemporaryFile("w+") as output:
+        process = subprocess.Popen(command, cwd=REPO, env=env, stdout=output, stderr=subprocess.STDOUT, text=True)
+        _, status, usage = os.wait4(process.pid, 0)
+        seconds = time.perf_counter() - start
+        process.returncode = os.waitstatus_to_exitcode(status)
+        output.seek(0)
+        tail = output.read()[-5000:]
+    return process.returncode, seconds, usage.ru_maxrss / 1024, tail

@@ -1,0 +1,196 @@
+"""The built book in a real browser: Debian's Chromium, driven by Playwright, on a loopback server.
+
+Playwright downloads no browser here: it launches the system Chromium (``apt-get install
+chromium``, which ``.ci/run`` does). Every request that leaves 127.0.0.1 is refused and
+recorded, so a page that only works online (a CDN script, a web font) fails the test.
+"""
+from __future__ import annotations
+
+import functools
+import json
+import os
+import shutil
+import threading
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from urllib.parse import urljoin, urlsplit
+
+import pytest
+import yaml
+from playwright.sync_api import sync_playwright
+
+from conftest import REPO, toc_files
+
+SECRETS = ("BEGIN SOLUTION", "END SOLUTION", "BEGIN HIDDEN TESTS", "MARK SCHEME", "_reference_attention")
+
+
+def chromium_executable() -> str:
+    found = os.environ.get("NLPBOOK_CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
+    if not found:
+        raise RuntimeError("Chromium is not installed (apt-get install chromium; .ci/run does), "
+                           "or set NLPBOOK_CHROMIUM to its path")
+    return found
+
+
+class _QuietHandler(SimpleHTTPRequestHandler):
+    def log_message(self, format, *args):  # one line per request would bury pytest's report
+        pass
+
+
+@pytest.fixture(scope="module")
+def base_url(built_book):
+    site = built_book[1] / "_build" / "html"
+    server = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_QuietHandler, directory=str(site)))
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/"
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    # Chromium's sandbox refuses to start as root (CI containers run as root).
+    args = ["--no-sandbox"] if os.geteuid() == 0 else []
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=chromium_executable(), args=args)
+        yield launched
+        launched.close()
+
+
+class Visit:
+    """One page opened in a fresh browser context, with everything that went wrong on the way."""
+
+    def __init__(self, browser, url: str):
+        self.console_errors: list[str] = []
+        self.failed: list[str] = []
+        self.outside: list[str] = []
+        self.context = browser.new_context()
+        self.context.route("**/*", self._only_loopback)
+        self.page = self.context.new_page()
+        self.page.on("console", lambda message: message.type == "error" and self.console_errors.append(message.text))
+        self.page.on("pageerror", lambda error: self.console_errors.append(f"uncaught: {error}"))
+        self.page.on("requestfailed", lambda request: self.failed.append(f"{request.url} ({request.failure})"))
+        self.page.on("response", lambda response: response.status >= 400
+                     and self.failed.append(f"{response.url} (HTTP {response.status})"))
+        self.page.goto(url, wait_until="load")
+
+    def _only_loopback(self, route):
+        if urlsplit(route.request.url).hostname == "127.0.0.1":
+            route.continue_()
+        else:
+            self.outside.append(route.request.url)
+            route.abort()
+
+    def close(self):
+        self.context.close()
+
+
+@pytest.fixture
+def visit(browser, base_url):
+    opened: list[Visit] = []
+
+    def open_page(name: str) -> Visit:
+        opened.append(Visit(browser, urljoin(base_url, f"{name}.html")))
+        return opened[-1]
+
+    yield open_page
+    for page in opened:
+        page.close()
+
+
+def _wait_for_mathjax(page) -> None:
+    # MathJax 3 typesets after load; its startup promise settles when the page is done.
+    page.wait_for_function("() => window.MathJax && MathJax.startup && MathJax.startup.promise", timeout=30_000)
+    page.evaluate("() => MathJax.startup.promise")
+
+
+@pytest.mark.parametrize("name", toc_files())
+def test_page_loads_offline_with_no_errors_and_renders_its_maths_and_images(visit, name):
+    opened = visit(name)
+    page = opened.page
+    maths = page.locator(".math").count()
+    if maths:
+        _wait_for_mathjax(page)
+        assert page.locator("mjx-container").count() >= maths, f"{name}: MathJax typeset fewer formulas than the page has"
+        errors = page.locator("mjx-merror").all_inner_texts()
+        assert not errors, f"{name}: TeX errors {errors}"
+    broken_images = page.evaluate(
+        "() => [...document.images].filter(i => !(i.complete && i.naturalWidth > 0)).map(i => i.src)")
+    assert not broken_images, f"{name}: images that did not load: {broken_images}"
+    assert not opened.outside, f"{name} asks the network for {opened.outside}"
+    assert not opened.failed, f"{name}: failed requests {opened.failed}"
+    assert not opened.console_errors, f"{name}: console errors {opened.console_errors}"
+
+
+def test_chapter_pages_have_maths_and_figures(visit):
+    """The per-page test above passes vacuously on a page with neither; the chapters have both."""
+    opened = visit("book/05-transformers/encoder-layer")
+    _wait_for_mathjax(opened.page)
+    assert opened.page.locator("mjx-container").count() >= 10
+    assert opened.page.evaluate("() => document.images.length") >= 2
+
+
+def _repository() -> tuple[str, str, str]:
+    config = yaml.safe_load((REPO / "_config.yml").read_text())
+    org, repo = urlsplit(config["repository"]["url"]).path.strip("/").split("/")[:2]
+    return org, repo, config["repository"].get("branch", "main")
+
+
+def _hrefs(page, selector: str) -> list[str]:
+    return page.eval_on_selector_all(selector, "links => links.map(a => a.href)")
+
+
+EXERCISES = [name for name in toc_files() if name.startswith("exercises/")]
+# The pages with code: MyST notebooks (a kernelspec in their header), not the chapter openers.
+NOTEBOOK_PAGES = [name for name in toc_files()
+                  if name.startswith("book/") and "kernelspec:" in (REPO / f"{name}.md").read_text()]
+
+
+@pytest.mark.parametrize("name", EXERCISES)
+def test_exercise_page_shows_stubs_never_solutions_and_offers_its_notebook(visit, name):
+    opened = visit(name)
+    page = opened.page
+    text = page.inner_text("main")
+    assert "raise NotImplementedError()" in text
+    for secret in SECRETS:
+        assert secret not in text, f"{name} shows {secret}"
+
+    # The download button hands out exactly the release notebook in exercises/.
+    downloads = [href for href in _hrefs(page, ".dropdown-download-buttons a") if href.endswith(".ipynb")]
+    assert len(downloads) == 1, downloads
+    response = opened.context.request.get(downloads[0])
+    assert response.ok, downloads[0]
+    assert json.loads(response.body()) == json.loads((REPO / f"{name}.ipynb").read_text())
+
+    org, repo, branch = _repository()
+    launches = _hrefs(page, ".dropdown-launch-buttons a")
+    assert f"https://colab.research.google.com/github/{org}/{repo}/blob/{branch}/{name}.ipynb" in launches, launches
+    assert f"https://mybinder.org/v2/gh/{org}/{repo}/{branch}?urlpath=lab/tree/{name}.ipynb" in launches, launches
+
+
+@pytest.mark.parametrize("name", NOTEBOOK_PAGES)
+def test_notebook_page_offers_its_executed_notebook_and_binder(visit, name):
+    opened = visit(name)
+    downloads = [href for href in _hrefs(opened.page, ".dropdown-download-buttons a") if href.endswith(".ipynb")]
+    assert len(downloads) == 1, downloads
+    response = opened.context.request.get(downloads[0])
+    assert response.ok, downloads[0]
+    notebook = json.loads(response.body())
+    assert any(cell["cell_type"] == "code" for cell in notebook["cells"]), downloads[0]
+    # Binder opens the MyST source, which the book's jupytext opens as a notebook.
+    assert (REPO / f"{name}.md").is_file()
+    org, repo, branch = _repository()
+    assert f"https://mybinder.org/v2/gh/{org}/{repo}/{branch}?urlpath=lab/tree/{name}.md" in _hrefs(
+        opened.page, ".dropdown-launch-buttons a")
+
+
+def test_search_finds_the_attention_chapter(visit):
+    opened = visit("search")
+    opened.page.goto(opened.page.url + "?q=attention", wait_until="load")
+    results = opened.page.locator("#search-results ul.search li")
+    results.first.wait_for(timeout=30_000)
+    links = _hrefs(opened.page, "#search-results ul.search li a")
+    assert results.count() >= 5
+    assert any("/book/04-attention/" in link for link in links), links
+    assert not opened.console_errors and not opened.outside
