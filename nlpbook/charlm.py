@@ -73,19 +73,26 @@ def next_char_loss(model: nn.Module, window: torch.Tensor) -> torch.Tensor:
 
 
 @torch.no_grad()
-def perplexity(model: nn.Module, ids: torch.Tensor, chunk: int | None = None) -> float:
+def perplexity(model: nn.Module, ids: torch.Tensor, chunk: int | None = None, batch_size: int = 128) -> float:
     """Per-character perplexity of ``ids`` under ``model``: the whole text as one sequence, or in
-    consecutive chunks of ``chunk`` characters (for models with a bounded context)."""
+    consecutive chunks of ``chunk`` characters (for models with a bounded context).
+
+    Each chunk is read on its own (from a fresh state), so the chunks go through the model
+    ``batch_size`` at a time; a shorter last chunk goes alone."""
     was_training = model.training
     model.eval()
     device = next(model.parameters()).device
     step = chunk or len(ids) - 1
+    starts = list(range(0, len(ids) - 1, step))
+    full = [start for start in starts if start + step < len(ids)]
     total, count = 0.0, 0
-    for start in range(0, len(ids) - 1, step):
-        window = ids[start:start + step + 1].to(device)[None]  # (1, T + 1)
-        if window.shape[1] < 2:
-            break
-        total += next_char_loss(model, window).item() * (window.shape[1] - 1)
-        count += window.shape[1] - 1
+    for first in range(0, len(full), batch_size):
+        windows = torch.stack([ids[start:start + step + 1] for start in full[first:first + batch_size]])  # (b, step + 1)
+        total += next_char_loss(model, windows.to(device)).item() * windows[:, 1:].numel()
+        count += windows[:, 1:].numel()
+    if len(full) < len(starts):
+        last = ids[starts[-1]:].to(device)[None]  # (1, T + 1), shorter than a chunk
+        total += next_char_loss(model, last).item() * (last.shape[1] - 1)
+        count += last.shape[1] - 1
     model.train(was_training)
     return math.exp(total / count)

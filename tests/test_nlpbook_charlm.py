@@ -51,3 +51,17 @@ def test_next_char_loss_is_the_mean_cross_entropy_of_the_shifted_targets():
     expected = -sum(torch.log_softmax(model.table[a], -1)[b] for a, b in [(0, 1), (1, 2), (2, 3), (3, 4)]) / 4
     assert next_char_loss(model, window).item() == pytest.approx(expected.item(), rel=1e-6)
     assert perplexity(model, window[0]) == pytest.approx(math.exp(expected.item()), rel=1e-6)
+
+
+@pytest.mark.parametrize("length, chunk, batch_size", [(50, 10, 128), (51, 10, 2), (57, 8, 3), (9, 8, 1), (30, 64, 4)])
+def test_chunked_perplexity_in_batches_equals_reading_the_chunks_one_by_one(length, chunk, batch_size):
+    torch.manual_seed(1)
+    model = CharRNN(7, embed=4, hidden=8, cell="lstm")
+    ids = torch.randint(0, 7, (length,))
+    total, count = 0.0, 0
+    for start in range(0, length - 1, chunk):  # every chunk from a fresh state, the last one possibly shorter
+        window = ids[start:start + chunk + 1][None]
+        total += next_char_loss(model, window).item() * (window.shape[1] - 1)
+        count += window.shape[1] - 1
+    assert count == length - 1
+    assert perplexity(model, ids, chunk=chunk, batch_size=batch_size) == pytest.approx(math.exp(total / count), rel=1e-6)
