@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 import time
 import warnings
@@ -87,8 +88,22 @@ def _log_to(stream_level: int, file: Path | None = None) -> None:
         root.addHandler(handler)
 
 
+def _find_environment_commands() -> None:
+    """Put this Python's own bin folder first on PATH.
+
+    nbgrader runs the ``alembic`` command when it creates a gradebook; an instructor who
+    calls ``.venv/bin/python -m autograder`` without activating the environment would
+    otherwise get "No such file or directory: 'alembic'".
+    """
+    folder = str(Path(sys.executable).parent)
+    path = os.environ.get("PATH", "")
+    if folder not in path.split(os.pathsep):
+        os.environ["PATH"] = folder + (os.pathsep + path if path else "")
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    _find_environment_commands()
     # nbgrader's gradebook code triggers SQLAlchemy warnings on every student; they say nothing useful.
     warnings.filterwarnings("ignore", message=".*not in session.*")
     try:

@@ -1,7 +1,10 @@
 """The grading command's answers to bad input: a clear message naming the problem, nothing written."""
 from __future__ import annotations
 
+import os
 import sqlite3
+import sys
+from pathlib import Path
 
 import nbformat
 
@@ -61,3 +64,14 @@ def test_manual_grades_are_not_replaced_without_asking(tmp_path):
     third = run_autograder("grade", "04-attention", "--submissions", str(classroom), "--out", str(out), "--replace")
     assert third.returncode == 0 and (out / "grades.csv").read_text().count("\n") == 2
     assert nbformat.read(out / "course" / "autograded" / "ada" / "04-attention" / "attention.ipynb", as_version=4)
+
+
+def test_the_environment_commands_are_found_without_activating_it(monkeypatch):
+    # nbgrader runs `alembic` from PATH; `.venv/bin/python -m autograder` must find it all the same.
+    from autograder import cli
+
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")
+    cli._find_environment_commands()
+    assert os.environ["PATH"].split(os.pathsep)[0] == str(Path(sys.executable).parent)
+    cli._find_environment_commands()  # once is enough
+    assert os.environ["PATH"].split(os.pathsep).count(str(Path(sys.executable).parent)) == 1

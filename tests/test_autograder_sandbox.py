@@ -100,3 +100,22 @@ def test_a_sandbox_user_id_is_free_again_before_the_next_kernel_gets_it():
     assert sandbox.end_user_processes(uid)
     assert sandbox._processes_of(uid) == []
     reaper.join()
+
+
+def test_outputs_are_built_unvalidated_only_during_a_run_and_validation_comes_back():
+    import jsonschema
+    import nbformat
+    from nbformat.v4 import new_output
+
+    from autograder.execute import _outputs_unvalidated
+
+    def broken():  # an execute_result must carry an execution count
+        return new_output("execute_result", data={"text/plain": "1"}, execution_count="not a number")
+
+    with pytest.raises((nbformat.ValidationError, jsonschema.ValidationError)):
+        broken()
+    with pytest.raises(RuntimeError), _outputs_unvalidated():
+        broken()  # built without a check, as nbclient does during a run
+        raise RuntimeError("the run stops")
+    with pytest.raises((nbformat.ValidationError, jsonschema.ValidationError)):
+        broken()

@@ -133,3 +133,12 @@ def test_every_internal_link_and_anchor_of_the_site_resolves(site):
                     broken.append(f"{page.relative_to(site.resolve())}: {target} (no id {parts.fragment!r})")
     assert checked > 5 * len(toc_files()), checked  # navigation alone gives every page several
     assert not broken, "\n".join(broken[:50])
+
+
+def test_the_preface_has_the_measured_table_for_every_chapter():
+    text = (REPO / "book" / "preface.md").read_text()
+    assert re.search(r"[Mm]easured on \d{4}-\d{2}-\d{2}", text), "the table needs the date it was measured"
+    assert re.search(r"\d+ cores", text), "the table needs the machine it was measured on"
+    rows = [line for line in text.splitlines() if line.startswith("| ")]
+    for chapter in sorted(path.name for path in (REPO / "book").glob("0*-*")):
+        assert any(chapter in row for row in rows), f"no row for {chapter}"
