@@ -10,6 +10,10 @@ import pytest
 
 from autograder.course import REPO_ROOT as REPO
 
+JUPYTER_BOOK = Path(sys.executable).with_name("jupyter-book")
+# Text that only the instructors' notebooks hold: no page of the built book may show it.
+SOLUTION_MARKERS = ("BEGIN SOLUTION", "END SOLUTION", "BEGIN HIDDEN TESTS", "MARK SCHEME", "_reference_attention")
+
 # Set before any notebook kernel starts (nbval, nbclient, nbgrader inherit it).
 os.environ.setdefault("NLPBOOK_PROFILE", "quick")
 os.environ.setdefault("NLPBOOK_PROGRESS", "0")
@@ -50,7 +54,6 @@ def built_book(tmp_path_factory):
     builder (linkcheck) re-runs no page.
     """
     out = tmp_path_factory.mktemp("book")
-    jupyter_book = Path(sys.executable).with_name("jupyter-book")
-    result = subprocess.run([str(jupyter_book), "build", "-W", "-n", "--keep-going", "--path-output", str(out), str(REPO)],
+    result = subprocess.run([str(JUPYTER_BOOK), "build", "-W", "-n", "--keep-going", "--path-output", str(out), str(REPO)],
                             capture_output=True, text=True, timeout=1800)
     return result, out

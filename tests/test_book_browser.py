@@ -19,9 +19,7 @@ import pytest
 import yaml
 from playwright.sync_api import sync_playwright
 
-from conftest import REPO, toc_files
-
-SECRETS = ("BEGIN SOLUTION", "END SOLUTION", "BEGIN HIDDEN TESTS", "MARK SCHEME", "_reference_attention")
+from conftest import REPO, SOLUTION_MARKERS, toc_files
 
 
 def chromium_executable() -> str:
@@ -153,7 +151,7 @@ def test_exercise_page_shows_stubs_never_solutions_and_offers_its_notebook(visit
     page = opened.page
     text = page.inner_text("main")
     assert "raise NotImplementedError()" in text
-    for secret in SECRETS:
+    for secret in SOLUTION_MARKERS:
         assert secret not in text, f"{name} shows {secret}"
 
     # The download button hands out exactly the release notebook in exercises/.
