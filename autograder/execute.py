@@ -34,11 +34,6 @@ from traitlets.config import Config
 from autograder import sandbox
 from nlpbook.checks import CHECK_MIME, GRADING_ENV
 
-# The environment a kernel gets; nothing else of the grader's (tokens, database URLs) leaks in.
-PASSED_ENV = ("LANG", "LC_ALL", "LC_CTYPE", "NLPBOOK_PROFILE", "NLPBOOK_DEVICE", "NLPBOOK_PROGRESS",
-              "OMP_NUM_THREADS", "MKL_NUM_THREADS", "CUDA_VISIBLE_DEVICES")
-
-
 class QuickReadyClient(AsyncKernelClient):
     """jupyter_client's kernel client, minus a fixed wait when the kernel is ready.
 
@@ -210,7 +205,7 @@ class SandboxSession:
         if self.drop_user:
             os.chown(ipc, self.uid, self.uid)
         ipc.chmod(0o700)
-        env = {**kernel_environment(), **self.env, GRADING_ENV: self.role}
+        env = {**sandbox.kernel_environment(), **self.env, GRADING_ENV: self.role}
         sandbox.SandboxSpec(mode=self.mode, uid=self.uid, drop_user=self.drop_user,
                             hide=[str(p) for p in self.hide], expose=[str(p) for p in exposed_paths()],
                             limits=self.limits, env=env, zygote=self.zygote).write(self.root)
@@ -228,14 +223,6 @@ class SandboxSession:
         if self.drop_user and not sandbox.end_user_processes(self.uid):
             raise RuntimeError(f"processes of the sandbox user {self.uid} would not end")
         shutil.rmtree(self.root, ignore_errors=True)
-
-
-def kernel_environment() -> dict[str, str]:
-    """The environment every kernel starts from: a few of the grader's settings, nothing secret."""
-    env = {name: os.environ[name] for name in PASSED_ENV if name in os.environ}
-    env.update(PATH=f"{Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin", NLPBOOK_PROGRESS="0",
-               PYTHONDONTWRITEBYTECODE="1", MPLBACKEND="Agg")
-    return env
 
 
 def exposed_paths() -> list[Path]:

@@ -13,7 +13,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from autograder.course import EXERCISES, SOLUTIONS, CourseError, nbgrader_config, source_notebooks
+from autograder.course import EXERCISES, SOLUTIONS, CourseError, create_gradebook, gradebook_url, nbgrader_config, source_notebooks
 
 log = logging.getLogger("autograder")
 
@@ -28,6 +28,7 @@ def run_generate_assignment(root: Path, assignment: str) -> None:
     """
     from nbgrader.apps import NbGraderAPI
 
+    create_gradebook(gradebook_url(root))
     api = NbGraderAPI(config=nbgrader_config(root))
     result = api.generate_assignment(assignment, force=True, create=True)
     if not result["success"]:

@@ -54,7 +54,8 @@ from pathlib import Path
 from typing import Callable
 
 from autograder import jobs, sandbox
-from autograder.course import COURSE_ID, REPO_ROOT, SOLUTIONS, CourseError, gradebook_url, source_notebooks
+from autograder.course import (COURSE_ID, REPO_ROOT, SOLUTIONS, CourseError, create_gradebook, gradebook_url,
+                               source_notebooks)
 from autograder.generate import IGNORED, run_generate_assignment
 
 log = logging.getLogger("autograder")
@@ -212,10 +213,9 @@ def set_up_sandbox(run: GradingRun) -> None:
     for missing in sandbox.missing_protections(run.sandbox_mode, run.drop_user):
         log.warning("SANDBOX PROTECTION MISSING: %s", missing)
     if not run.scheduler:  # this machine's kernels come from one zygote; it imports while we go on
-        from autograder.execute import kernel_environment
         from autograder.zygote import Zygote
 
-        run.zygote = Zygote({**kernel_environment(), **run.kernel_env}).start()
+        run.zygote = Zygote({**sandbox.kernel_environment(), **run.kernel_env}).start()
 
 
 def find_submissions(run: GradingRun) -> None:
@@ -590,10 +590,10 @@ def publish_database(run: GradingRun) -> None:
     if not run.db:
         return
     import sqlalchemy
-    from nbgrader.api import Base, Gradebook
+    from nbgrader.api import Base
 
     try:
-        Gradebook(run.db, COURSE_ID).close()  # nbgrader creates its tables (and their version) if they are new
+        create_gradebook(run.db)  # nbgrader's tables (and their migration stamp), if they are new
         source, target = sqlalchemy.create_engine(run.db_url), sqlalchemy.create_engine(run.db)
         try:
             with source.connect() as reading, target.begin() as writing:

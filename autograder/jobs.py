@@ -237,13 +237,12 @@ def _zygote_for(settings: Settings) -> str:
     if settings.zygote and os.path.exists(settings.zygote):
         return settings.zygote
     global _zygote
-    from autograder.execute import kernel_environment
     from autograder.zygote import Zygote
 
     if _zygote is None or not _zygote.alive():
         if _zygote is not None:
             _zygote.close()
-        _zygote = Zygote(kernel_environment())
+        _zygote = Zygote(sandbox.kernel_environment())
         _zygote.start().wait()
         atexit.register(_zygote.close)
     return _zygote.path

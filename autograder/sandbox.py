@@ -50,6 +50,19 @@ MODES = ("root", "userns", "none")
 PRIVATE_DIRS = ("/tmp", "/var/tmp", "/dev/shm")
 SANDBOX_UID = 61000  # no account has it: every process with this id belongs to a sandbox
 
+# The environment a kernel gets; nothing else of the grader's (tokens, database URLs) leaks in.
+PASSED_ENV = ("LANG", "LC_ALL", "LC_CTYPE", "NLPBOOK_PROFILE", "NLPBOOK_DEVICE", "NLPBOOK_PROGRESS",
+              "OMP_NUM_THREADS", "MKL_NUM_THREADS", "CUDA_VISIBLE_DEVICES")
+
+
+def kernel_environment() -> dict[str, str]:
+    """The environment every kernel starts from: a few of the grader's settings, nothing secret."""
+    env = {name: os.environ[name] for name in PASSED_ENV if name in os.environ}
+    env.update(PATH=f"{Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin", NLPBOOK_PROGRESS="0",
+               PYTHONDONTWRITEBYTECODE="1", MPLBACKEND="Agg")
+    return env
+
+
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
 MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
 CLONE_NEWNS, CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET = 0x00020000, 0x10000000, 0x20000000, 0x40000000
