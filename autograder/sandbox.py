@@ -186,7 +186,8 @@ def missing_protections(mode: str, drop_user: bool) -> list[str]:
                        "by file permissions only")
         missing.append("private /tmp and /proc: the kernel sees other processes and shared temporary files")
         missing.append("process cleanup by namespace: leftover processes are killed by user id"
-                       if drop_user else "process cleanup: processes that leave the kernel's process group survive")
+                       if drop_user else "process cleanup: processes the kernel starts can outlive it (the kernel "
+                       "itself ends with the run)")
         missing.append("disk quota: the scratch folder is on the grader's disk (file size is still limited)")
         if not drop_user:
             missing.append("unprivileged user: the kernel runs with the grader's user id")

@@ -239,6 +239,7 @@ def first_process(spec: sandbox.SandboxSpec, root: Path, info: dict, kernel_args
 def start_kernel(spec: sandbox.SandboxSpec, work: Path, connection: Path, env: dict[str, str],
                  kernel_args: list[str], console: int) -> None:
     """The kernel: clean descriptors, limits and user, a clean environment, then ipykernel."""
+    first = os.getppid()
     for number in (*sandbox.RELAYED_SIGNALS, signal.SIGCHLD, signal.SIGPIPE):
         signal.signal(number, signal.SIG_DFL)
     signal.signal(signal.SIGINT, signal.default_int_handler)
@@ -248,6 +249,12 @@ def start_kernel(spec: sandbox.SandboxSpec, work: Path, connection: Path, env: d
     os.dup2(console, 2)
     os.closerange(3, 65536)  # the zygote's socket, the relay's pipe: nothing of the grader's stays open
     sandbox.limit_and_drop(spec)
+    # The kernel ends with the first process. A namespace would end it anyway, but mode none
+    # has none, and without a user of its own nothing else would find it. Set after the user
+    # change, which clears it; a first process that is already gone leaves nothing to wait for.
+    sandbox.die_with_parent()
+    if os.getppid() != first:
+        os._exit(1)
     os.environ.clear()
     os.environ.update(env)
     os.chdir(work)

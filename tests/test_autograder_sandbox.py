@@ -48,10 +48,23 @@ def test_a_folder_others_cannot_enter_is_found():
         assert sandbox._blocked_ancestor(Path(top)) is None
 
 
+def _kernels() -> set[int]:
+    """Processes working in a sandbox's folder: kernels, and whatever they started."""
+    found = set()
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and "/nlpbook-sandbox-" in os.readlink(entry / "cwd"):
+                found.add(int(entry.name))
+        except OSError:
+            continue
+    return found
+
+
 @pytest.mark.parametrize("mode", ["userns", "none"])
 def test_grading_in_a_weaker_mode_still_grades_and_says_what_is_missing(tmp_path, mode):
     if mode != "none" and sandbox.probe("auto") == "none":
         pytest.skip("this machine has no namespaces")
+    before = _kernels()
     write(solved("04-attention", "attention"), tmp_path / "submissions" / "honest" / "04-attention", "attention")
     result = run_autograder("grade", "04-attention", "--submissions", str(tmp_path / "submissions"),
                             "--out", str(tmp_path / "out"), "--sandbox", mode, "--timeout", "30")
@@ -64,6 +77,12 @@ def test_grading_in_a_weaker_mode_still_grades_and_says_what_is_missing(tmp_path
     assert ("SANDBOX PROTECTION MISSING: network isolation" in log) == (mode == "none")
     assert ("SANDBOX PROTECTION MISSING: unprivileged user" in log) == (mode == "userns" or
                                                                        "user id 61000" not in log)
+    # No kernel outlives the run, even where no namespace or user id ends it (mode none as a
+    # user who cannot switch ids left both kernels of this run running before the fix).
+    deadline = time.monotonic() + 5
+    while _kernels() - before and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _kernels() - before == set()
 
 
 def test_a_sandbox_that_cannot_start_a_kernel_is_a_clear_error(tmp_path):
