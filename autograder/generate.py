@@ -13,7 +13,8 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from autograder.course import EXERCISES, SOLUTIONS, CourseError, create_gradebook, gradebook_url, nbgrader_config, source_notebooks
+from autograder.course import (EXERCISES, SOLUTIONS, CourseError, create_gradebook, gradebook_url, nbgrader_config,
+                               source_notebooks)
 
 log = logging.getLogger("autograder")
 
