@@ -1,10 +1,11 @@
 """The course directory's gradebook: created in this process the way nbgrader creates it."""
+import shutil
 import sqlite3
 import subprocess
 import sys
 from pathlib import Path
 
-from autograder.course import COURSE_ID, create_gradebook, gradebook_url
+from autograder.course import COURSE_ID, SOLUTIONS, create_gradebook, gradebook_url
 from autograder.generate import run_generate_assignment
 
 
@@ -48,10 +49,6 @@ def test_a_gradebook_with_tables_is_left_as_it_is(tmp_path):
 def test_registering_an_assignment_runs_no_alembic_command(tmp_path, monkeypatch):
     # Without the environment's bin folder on PATH nbgrader's own gradebook creation fails
     # ("No such file or directory: 'alembic'"); ours runs in this process.
-    import shutil
-
-    from autograder.course import SOLUTIONS
-
     monkeypatch.setenv("PATH", str(tmp_path / "nothing-here"))
     shutil.copytree(SOLUTIONS / "04-attention", tmp_path / "source" / "04-attention")
     run_generate_assignment(tmp_path, "04-attention")
