@@ -8,6 +8,7 @@ solution of an exercise.
 from nlpbook.device import get_device
 from nlpbook.seed import seed_everything
 from nlpbook.profile import PROFILES, current_profile, choose
+from nlpbook.claims import claim, choose_words
 from nlpbook.timing import time_call
 from nlpbook.notebook import add_to_class
 from nlpbook.train import History, train
@@ -17,6 +18,8 @@ __all__ = [
     "add_to_class",
     "History",
     "choose",
+    "choose_words",
+    "claim",
     "current_profile",
     "get_device",
     "seed_everything",

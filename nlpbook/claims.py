@@ -1,0 +1,74 @@
+"""Sentences about measured results, checked where the page states them.
+
+A page that writes "GloVe trained on 6 billion tokens beats every model of our corpus" must
+not go on saying it after a change of seed, version or size has made it false.  Such a
+sentence goes through ``claim``::
+
+    claim(glove_6b_wordsim > best_small, "the pretrained vectors beat every model trained here",
+          pretrained=glove_6b_wordsim, best_small=best_small)
+
+In the ``standard`` and ``full`` profiles, which the text is written for, a claim that does not
+hold stops the page with the sentence and the figures.  In ``quick`` the models are too small
+for the sentence to mean anything, so the claim is recorded as unchecked and the page goes on.
+
+Every claim is also appended, as one JSON line, to the file named by ``$NLPBOOK_CLAIMS_LOG``
+when it is set, so that a build of the whole book can be summed up afterwards
+(``benchmarks/claims_report.py``).
+"""
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from nlpbook.profile import current_profile
+
+LOG_VARIABLE = "NLPBOOK_CLAIMS_LOG"
+
+
+class ClaimError(AssertionError):
+    """A sentence of the text does not hold for the figures of this run."""
+
+
+@dataclass
+class Claim:
+    statement: str
+    held: bool
+    checked: bool    # False in the quick profile: the figures are too small to mean anything
+    profile: str
+    figures: dict[str, float] = field(default_factory=dict)
+    where: str = ""  # the folder the page ran in: its chapter, in a book build
+
+    @property
+    def status(self) -> str:
+        if not self.checked:
+            return "unchecked"
+        return "held" if self.held else "FAILED"
+
+
+CLAIMS: list[Claim] = []  # every claim made in this process, in order
+
+
+def claim(condition: bool, statement: str, **figures: float) -> str:
+    """Check ``statement``, a sentence about this run's results, against ``condition``; return
+    the statement (so that a page can also glue it).  ``figures`` are the numbers it rests on,
+    shown when it fails and written to the log."""
+    profile = current_profile()
+    record = Claim(statement, bool(condition), profile != "quick", profile,
+                   {name: float(value) for name, value in figures.items()}, Path.cwd().name)
+    CLAIMS.append(record)
+    log = os.environ.get(LOG_VARIABLE)
+    if log:
+        with open(log, "a", encoding="utf-8") as handle:
+            handle.write(json.dumps({**asdict(record), "status": record.status}) + "\n")
+    if record.checked and not record.held:
+        shown = ", ".join(f"{name} = {value:.4g}" for name, value in record.figures.items())
+        raise ClaimError(f"the text says \"{statement}\", which does not hold in the {profile} profile"
+                         + (f" ({shown})" if shown else ""))
+    return statement
+
+
+def choose_words(condition: bool, if_true: str, if_false: str) -> str:
+    """The wording that matches the result, for sentences whose direction depends on the run."""
+    return if_true if condition else if_false

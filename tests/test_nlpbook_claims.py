@@ -1,0 +1,46 @@
+import json
+
+import pytest
+
+from nlpbook import claims
+
+
+@pytest.mark.parametrize("profile", ["standard", "full"])
+def test_a_false_claim_stops_the_page_with_the_sentence_and_the_figures(monkeypatch, profile):
+    monkeypatch.setenv("NLPBOOK_PROFILE", profile)
+    with pytest.raises(claims.ClaimError, match=rf'"the LSTM wins", which does not hold in the {profile} '
+                                                r"profile \(lstm = 4\.63, rnn = 4\.5\)"):
+        claims.claim(4.63 < 4.5, "the LSTM wins", lstm=4.63, rnn=4.5)
+    assert claims.CLAIMS[-1].status == "FAILED"
+
+
+def test_a_true_claim_is_returned_and_recorded_as_held(monkeypatch):
+    monkeypatch.setenv("NLPBOOK_PROFILE", "standard")
+    assert claims.claim(True, "attention helps", gap=3.0) == "attention helps"
+    assert claims.CLAIMS[-1].status == "held" and claims.CLAIMS[-1].figures == {"gap": 3.0}
+
+
+@pytest.mark.parametrize("condition", [True, False])
+def test_in_quick_a_claim_is_recorded_unchecked_and_never_stops_the_page(monkeypatch, condition):
+    monkeypatch.setenv("NLPBOOK_PROFILE", "quick")
+    claims.claim(condition, "the Transformer wins")
+    assert claims.CLAIMS[-1].status == "unchecked" and claims.CLAIMS[-1].held is condition
+
+
+def test_every_claim_goes_to_the_log_when_one_is_named(monkeypatch, tmp_path):
+    log = tmp_path / "claims.jsonl"
+    monkeypatch.setenv(claims.LOG_VARIABLE, str(log))
+    monkeypatch.setenv("NLPBOOK_PROFILE", "quick")
+    claims.claim(True, "first", x=1)
+    monkeypatch.setenv("NLPBOOK_PROFILE", "standard")
+    with pytest.raises(claims.ClaimError):
+        claims.claim(False, "second")
+    lines = [json.loads(line) for line in log.read_text().splitlines()]
+    assert [(r["statement"], r["status"], r["profile"]) for r in lines] == [
+        ("first", "unchecked", "quick"), ("second", "FAILED", "standard")]
+    assert lines[0]["figures"] == {"x": 1.0}
+
+
+def test_choose_words_picks_the_wording_of_the_result():
+    assert claims.choose_words(3 > 2, "ahead", "behind") == "ahead"
+    assert claims.choose_words(1 > 2, "ahead", "behind") == "behind"
