@@ -14,6 +14,7 @@ Vectors are a float tensor ``(V, d)`` whose row ``i`` belongs to
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Sequence
 
 import torch
 from scipy.stats import spearmanr
@@ -146,6 +147,16 @@ def evaluate_analogies(vectors: torch.Tensor, vocab: Vocabulary, *, restrict: in
         result.answered += len(usable)
         result.by_section[section] = (correct, len(usable))
     return result
+
+
+def restrict(vectors: torch.Tensor, vocab: Vocabulary, words: Sequence[str]) -> tuple[torch.Tensor, Vocabulary]:
+    """The rows of ``words`` only, in that order, with their vocabulary (counts kept): to score
+    vectors from different vocabularies on exactly the same words."""
+    missing = [word for word in words if word not in vocab]
+    if missing:
+        raise KeyError(f"{len(missing)} of the {len(words)} words have no vector, for example {missing[:5]}")
+    ids = [vocab.index(word) for word in words]
+    return vectors[ids], Vocabulary(list(words), [vocab.counts[i] for i in ids])
 
 
 def from_gensim(keyed_vectors) -> tuple[torch.Tensor, Vocabulary]:

@@ -20,3 +20,18 @@ def test_asking_for_a_missing_gpu_is_a_clear_error(monkeypatch):
     monkeypatch.delenv("NLPBOOK_DEVICE", raising=False)
     with pytest.raises(RuntimeError, match="sees no CUDA device"):
         get_device("cuda")
+
+
+def test_cpu_threads_sets_the_pool_for_the_block_and_restores_it_even_on_error():
+    from nlpbook.device import cpu_threads
+    before = torch.get_num_threads()
+    with cpu_threads(1):
+        assert torch.get_num_threads() == 1
+    assert torch.get_num_threads() == before
+    with pytest.raises(KeyError):
+        with cpu_threads(1):
+            raise KeyError("inside")
+    assert torch.get_num_threads() == before
+    with pytest.raises(ValueError, match="at least 1"):
+        with cpu_threads(0):
+            pass

@@ -64,3 +64,13 @@ def test_unknown_words_lower_the_coverage_not_the_score():
     result = similarity.evaluate_similarity(torch.ones(2, 3), vocab, "wordsim353")
     assert result.pairs_used == 0 and math.isnan(result.spearman)
     assert similarity.evaluate_analogies(torch.ones(2, 3), vocab).answered == 0
+
+
+def test_restrict_keeps_the_rows_of_the_words_asked_in_their_order():
+    from nlpbook.similarity import restrict
+    vocab = Vocabulary(["a", "b", "c"], [5, 3, 1])
+    vectors = torch.arange(6.0).view(3, 2)
+    rows, sub = restrict(vectors, vocab, ["c", "a"])
+    assert rows.tolist() == [[4.0, 5.0], [0.0, 1.0]] and sub.tokens == ["c", "a"] and sub.counts == [1, 5]
+    with pytest.raises(KeyError, match=r"1 of the 2 words have no vector, for example \['z'\]"):
+        restrict(vectors, vocab, ["a", "z"])
