@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import re
 import shutil
 import threading
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
@@ -181,6 +182,62 @@ def test_notebook_page_offers_its_executed_notebook_and_binder(visit, name):
     org, repo, branch = _repository()
     assert f"https://mybinder.org/v2/gh/{org}/{repo}/{branch}?urlpath=lab/tree/{name}.md" in _hrefs(
         opened.page, ".dropdown-launch-buttons a")
+
+
+# A Markdown table that was not parsed as one leaves its separator row as text: `|---|---|`, or
+# `|—|—|` once Sphinx's smart quotes have turned `---` into an em dash (and `--` into an en dash).
+RAW_TABLE_ROW = re.compile(r"\|\s*:?(?:-{2,}|[—–])[-—–]*:?\s*\|")
+# The pages whose code shows results tables: Markdown outputs (IPython.display.Markdown) holding pipe tables.
+RESULTS_TABLE_PAGES = [name for name in NOTEBOOK_PAGES
+                       if "Markdown(" in (source := (REPO / f"{name}.md").read_text()) and "|---" in source]
+
+
+def _each_page(browser, base_url, names):
+    """(name, Visit) for every page in turn, each closed before the next one opens."""
+    for name in names:
+        opened = Visit(browser, urljoin(base_url, f"{name}.html"))
+        try:
+            yield name, opened
+        finally:
+            opened.close()
+
+
+def _raw_table_rows(page) -> list[str]:
+    """Each raw table separator row in the page's visible text (code and maths left out), with the text around it."""
+    text = page.evaluate("""() => {
+        for (const hidden of document.querySelectorAll("pre, code, .math, mjx-container")) hidden.style.display = "none";
+        return document.body.innerText;
+    }""")
+    return [line[max(found.start() - 100, 0):found.end() + 100].strip()
+            for line in text.splitlines() if (found := RAW_TABLE_ROW.search(line))]
+
+
+def _output_table_body_rows(page) -> list[int]:
+    """The number of body rows of each HTML table in the cell outputs of the page's article."""
+    return page.eval_on_selector_all("main article .cell_output table",
+                                      "tables => tables.map(table => table.querySelectorAll('tbody tr').length)")
+
+
+def test_no_page_shows_a_raw_markdown_table(browser, base_url):
+    failures = []
+    for name, opened in _each_page(browser, base_url, toc_files()):
+        failures += [f"{name}: {line!r}" for line in _raw_table_rows(opened.page)]
+    assert not failures, "Markdown tables printed as text, not rendered:\n" + "\n".join(failures)
+
+
+def test_results_tables_render_as_html_tables(browser, base_url):
+    """myst-nb renders Markdown outputs as CommonMark unless told otherwise (_config.yml), and CommonMark has no tables."""
+    known = ["book/01-word-vectors/counting", "book/01-word-vectors/word2vec", "book/02-rnns/char-lm",
+             "book/04-attention/positions", "book/07-adam/warmup"]
+    assert set(known) <= set(RESULTS_TABLE_PAGES), sorted(set(known) - set(RESULTS_TABLE_PAGES))
+    failures = []
+    for name, opened in _each_page(browser, base_url, RESULTS_TABLE_PAGES):
+        rows = _output_table_body_rows(opened.page)
+        if max(rows, default=0) < 2:
+            outputs = opened.page.eval_on_selector_all("main article .cell_output", "outputs => outputs.map(o => o.innerText)")
+            shown = [text.strip()[:200] for text in outputs if "|" in text]
+            failures.append(f"{name}: output tables with body rows {rows}; outputs with pipes: {shown!r}")
+    assert not failures, "Pages whose results tables are not HTML tables with 2 rows or more:\n" + "\n".join(failures)
 
 
 def test_search_finds_the_attention_chapter(visit):
