@@ -105,7 +105,7 @@ def _wait_for_mathjax(page) -> None:
 
 
 @pytest.mark.parametrize("name", toc_files())
-def test_page_loads_offline_with_no_errors_and_renders_its_maths_and_images(visit, name):
+def test_page_loads_offline_with_no_errors_and_renders_its_maths_tables_and_images(visit, name):
     opened = visit(name)
     page = opened.page
     maths = page.locator(".math").count()
@@ -118,6 +118,8 @@ def test_page_loads_offline_with_no_errors_and_renders_its_maths_and_images(visi
         "() => [...document.images].filter(i => !(i.complete && i.naturalWidth > 0)).map(i => i.src)")
     assert not broken_images, f"{name}: images that did not load: {broken_images}"
     assert not opened.outside, f"{name} asks the network for {opened.outside}"
+    raw_tables = _raw_table_rows(page)  # last: it hides the page's code and maths to read its text
+    assert not raw_tables, f"{name}: Markdown tables printed as text, not rendered: {raw_tables}"
     assert not opened.failed, f"{name}: failed requests {opened.failed}"
     assert not opened.console_errors, f"{name}: console errors {opened.console_errors}"
 
@@ -192,16 +194,6 @@ RESULTS_TABLE_PAGES = [name for name in NOTEBOOK_PAGES
                        if "Markdown(" in (source := (REPO / f"{name}.md").read_text()) and "|---" in source]
 
 
-def _each_page(browser, base_url, names):
-    """(name, Visit) for every page in turn, each closed before the next one opens."""
-    for name in names:
-        opened = Visit(browser, urljoin(base_url, f"{name}.html"))
-        try:
-            yield name, opened
-        finally:
-            opened.close()
-
-
 def _raw_table_rows(page) -> list[str]:
     """Each raw table separator row in the page's visible text (code and maths left out), with the text around it."""
     text = page.evaluate("""() => {
@@ -218,26 +210,20 @@ def _output_table_body_rows(page) -> list[int]:
                                       "tables => tables.map(table => table.querySelectorAll('tbody tr').length)")
 
 
-def test_no_page_shows_a_raw_markdown_table(browser, base_url):
-    failures = []
-    for name, opened in _each_page(browser, base_url, toc_files()):
-        failures += [f"{name}: {line!r}" for line in _raw_table_rows(opened.page)]
-    assert not failures, "Markdown tables printed as text, not rendered:\n" + "\n".join(failures)
-
-
-def test_results_tables_render_as_html_tables(browser, base_url):
-    """myst-nb renders Markdown outputs as CommonMark unless told otherwise (_config.yml), and CommonMark has no tables."""
+def test_the_results_table_pages_are_found_in_the_sources():
     known = ["book/01-word-vectors/counting", "book/01-word-vectors/word2vec", "book/02-rnns/char-lm",
              "book/04-attention/positions", "book/07-adam/warmup"]
     assert set(known) <= set(RESULTS_TABLE_PAGES), sorted(set(known) - set(RESULTS_TABLE_PAGES))
-    failures = []
-    for name, opened in _each_page(browser, base_url, RESULTS_TABLE_PAGES):
-        rows = _output_table_body_rows(opened.page)
-        if max(rows, default=0) < 2:
-            outputs = opened.page.eval_on_selector_all("main article .cell_output", "outputs => outputs.map(o => o.innerText)")
-            shown = [text.strip()[:200] for text in outputs if "|" in text]
-            failures.append(f"{name}: output tables with body rows {rows}; outputs with pipes: {shown!r}")
-    assert not failures, "Pages whose results tables are not HTML tables with 2 rows or more:\n" + "\n".join(failures)
+
+
+@pytest.mark.parametrize("name", RESULTS_TABLE_PAGES)
+def test_results_tables_render_as_html_tables(visit, name):
+    """myst-nb renders Markdown outputs as CommonMark unless told otherwise (_config.yml), and CommonMark has no tables."""
+    page = visit(name).page
+    rows = _output_table_body_rows(page)
+    outputs = page.eval_on_selector_all("main article .cell_output", "outputs => outputs.map(o => o.innerText)")
+    assert max(rows, default=0) >= 2, (f"{name}: output tables with body rows {rows}; outputs with pipes: "
+                                       f"{[text.strip()[:200] for text in outputs if '|' in text]!r}")
 
 
 def test_search_finds_the_attention_chapter(visit):
