@@ -28,7 +28,7 @@ from jupyter_core.utils import run_sync
 from nbclient.exceptions import CellTimeoutError, DeadKernelError
 from nbformat.v4 import nbbase, new_output
 from nbgrader.preprocessors import Execute
-from traitlets import DottedObjectName, Integer, Type
+from traitlets import DottedObjectName, Integer, Type, Unicode
 from traitlets.config import Config
 
 from autograder import sandbox
@@ -78,9 +78,24 @@ class SandboxKernelManager(AsyncKernelManager):
     client_class = DottedObjectName("autograder.execute.QuickReadyClient")
     client_factory = Type(klass="autograder.execute.QuickReadyClient")
 
+    socket_root = Unicode("", help="The session's socket folder; each kernel gets a folder of its own in it.",
+                          ).tag(config=True)
+    socket_owner = Integer(-1, help="The user id that owns a kernel's socket folder until it is locked.",
+                           ).tag(config=True)
+
+    async def _async_pre_start_kernel(self, **kw):
+        # The sandbox locks a kernel's socket folder once its sockets are bound; the next kernel
+        # of the session (an assignment of several notebooks) needs a folder of its own.
+        if self.socket_root:
+            folder = Path(tempfile.mkdtemp(prefix="kernel-", dir=self.socket_root))
+            if self.socket_owner >= 0:
+                os.chown(folder, self.socket_owner, self.socket_owner)
+            self.ip = str(folder / "kernel")
+        return await super()._async_pre_start_kernel(**kw)
+
     @property
     def kernel_spec(self) -> KernelSpec:
-        return KernelSpec(argv=[sys.executable, "-I", "-m", "autograder.sandbox", "{connection_file}"],
+        return KernelSpec(argv=sandbox.python_command("autograder.sandbox", "{connection_file}"),
                           display_name="Python 3 (sandboxed)", language="python")
 
 
@@ -187,6 +202,7 @@ class SandboxSession:
     role: str  # "student" or "reference": how nlpbook.checks records
     files: list[Path]
     hide: list[Path]
+    shipped: dict[Path, Path] = field(default_factory=dict)  # relative name -> the assignment's own file
     drop_user: bool = True
     limits: sandbox.Limits = field(default_factory=sandbox.Limits)
     uid: int = sandbox.SANDBOX_UID
@@ -202,16 +218,22 @@ class SandboxSession:
             folder.mkdir()
         for path in self.files:
             shutil.copyfile(path, files / path.name)
-        if self.drop_user:
-            os.chown(ipc, self.uid, self.uid)
-        ipc.chmod(0o700)
+        for relative, path in self.shipped.items():
+            (files / relative).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(path, files / relative)
+            (files / relative).chmod(0o444)
+        files.chmod(0o700)  # the grader's staging copy; the kernel gets its own in work/
+        ipc.chmod(0o711)  # kernels reach their own folder in it, and list nothing
         env = {**sandbox.kernel_environment(), **self.env, GRADING_ENV: self.role}
         sandbox.SandboxSpec(mode=self.mode, uid=self.uid, drop_user=self.drop_user,
                             hide=[str(p) for p in self.hide], expose=[str(p) for p in exposed_paths()],
+                            cover=[str(p) for p in covered_paths()],
                             limits=self.limits, env=env, zygote=self.zygote).write(self.root)
         config = Config()
         config.KernelManager.transport = "ipc"
         config.KernelManager.ip = str(ipc / "kernel")
+        config.SandboxKernelManager.socket_root = str(ipc)
+        config.SandboxKernelManager.socket_owner = self.uid if self.drop_user else -1
         return config
 
     def console(self) -> str:
@@ -226,10 +248,38 @@ class SandboxSession:
 
 
 def exposed_paths() -> list[Path]:
-    """What the kernel must read: the Python installation, the environment and the repository."""
+    """What the kernel must read: the Python installation, the import path and the ``nlpbook`` package.
+
+    The repository itself is not among them: it is covered (:func:`covered_paths`), and of
+    its contents only the package and folders on the import path (a virtual environment
+    inside it) come back, so solutions, tests and any other file of the instructor's stay
+    out of sight.
+    """
+    import importlib.util
+
     from autograder.course import REPO_ROOT
 
-    candidates = sorted({Path(sys.base_prefix).resolve(), Path(sys.prefix).resolve(), REPO_ROOT.resolve(),
-                         Path(sys.executable).resolve().parent.parent})
-    # Keep the outermost: a path inside another one comes with it.
-    return [p for p in candidates if not any(other != p and other in p.parents for other in candidates)]
+    repo = REPO_ROOT.resolve()
+    package = Path(next(iter(importlib.util.find_spec("nlpbook").submodule_search_locations))).resolve()
+    candidates = {Path(sys.base_prefix).resolve(), Path(sys.prefix).resolve(), package,
+                  Path(sys.executable).resolve().parent.parent}
+    prefixes = {Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve()}
+    for entry in sys.path:
+        path = Path(entry).resolve() if entry and os.path.isdir(entry) else None
+        # Folders of the repository on the path (tests/ under pytest) are the instructor's, not Python's.
+        if path is not None and (repo not in path.parents or any(p in path.parents for p in prefixes)):
+            candidates.add(path)
+    # A folder that holds the repository (an environment around it) is bound before the cover.
+    candidates = sorted(p for p in candidates if p != repo)
+
+    def brings(outer: Path, inner: Path) -> bool:  # a bind of outer holds inner, unless the cover is between
+        return outer in inner.parents and not (outer in repo.parents and repo in inner.parents)
+
+    return [p for p in candidates if not any(brings(other, p) for other in candidates if other != p)]
+
+
+def covered_paths() -> list[Path]:
+    """Folders the kernel sees empty, except for exposed paths inside them: the repository."""
+    from autograder.course import REPO_ROOT
+
+    return [REPO_ROOT.resolve()]

@@ -9,13 +9,15 @@ next to the kernel's sockets and build, with the functions here:
 - new Linux namespaces (``unshare(2)``): no network (the kernel talks to the
   grader over Unix sockets, not TCP), its own ``/proc`` and process tree,
   its own mounts;
-- a file system where ``solutions/``, the gradebook and every submission
-  are covered by empty folders, ``/tmp``, ``/var/tmp`` and ``/dev/shm`` are
-  private, the Python installation and the repository are read-only, and the
-  only writable place is a size-limited scratch folder holding a copy of the
-  student's own notebook;
-- an unprivileged user id (when the grader runs as root), ``no_new_privs``,
-  and resource limits: memory, processes, open files, file size, CPU time.
+- a file system where the repository (all but its ``nlpbook`` package), the
+  gradebook, every submission and the sandbox's own staging folder are
+  covered by empty folders, ``/tmp``, ``/var/tmp`` and ``/dev/shm`` are
+  private, the Python installation is read-only, and the only writable place
+  is a size-limited scratch folder holding a copy of the student's own
+  notebook and the files shipped with the assignment;
+- an unprivileged user id (when the grader runs as root), no capabilities
+  and ``no_new_privs``, and resource limits: memory, processes, open files,
+  file size, CPU time.
 
 When the kernel exits, the namespace's first process exits with it and the
 kernel of the operating system kills every process left in the namespace.
@@ -65,8 +67,13 @@ def kernel_environment() -> dict[str, str]:
 
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
 MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
+MNT_DETACH = 2
 CLONE_NEWNS, CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET = 0x00020000, 0x10000000, 0x20000000, 0x40000000
 PR_SET_PDEATHSIG, PR_SET_NO_NEW_PRIVS = 1, 38
+PR_CAPBSET_DROP, PR_SET_SECUREBITS, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 24, 28, 47, 4
+# SECBIT_NOROOT, SECBIT_NO_SETUID_FIXUP and SECBIT_KEEP_CAPS, each with its lock bit.
+SECBIT_NOROOT_ALL_LOCKED = 0b111111
+CAPABILITY_VERSION_3 = 0x20080522
 
 
 @dataclass
@@ -90,6 +97,7 @@ class SandboxSpec:
     drop_user: bool = True
     hide: list[str] = field(default_factory=list)
     expose: list[str] = field(default_factory=list)
+    cover: list[str] = field(default_factory=list)  # emptied, except for exposed paths inside
     limits: Limits = field(default_factory=Limits)
     env: dict[str, str] = field(default_factory=dict)
     zygote: str = ""  # the socket of the process that forks kernels (autograder.zygote)
@@ -107,6 +115,20 @@ class SandboxSpec:
 
 
 # ------------------------------------------------------------ grader side
+
+def python_command(module: str, *args: str) -> list[str]:
+    """``python -I -m MODULE ARGS`` that imports this grader's own packages, whatever the environment installs.
+
+    Isolated mode (``-I``) keeps the grader's environment variables and working folder out;
+    the folder holding ``autograder`` goes first on the import path instead, so the zygote,
+    the launcher and the kernels run the same code as the grader, even from a second clone
+    of the course that shares an environment with the first.
+    """
+    packages = str(Path(__file__).resolve().parent.parent)
+    boot = (f"import runpy, sys; sys.path.insert(0, {packages!r}); "
+            f"runpy.run_module({module!r}, run_name='__main__', alter_sys=True)")
+    return [sys.executable, "-I", "-c", boot, *args]
+
 
 def _works(command: list[str], **kwargs) -> bool:
     try:
@@ -128,15 +150,24 @@ def can_enter_namespaces(mode: str) -> bool:
 
 
 def probe(requested: str = "auto") -> str:
-    """The strongest mode this machine allows, or ``requested`` if it works (``ValueError`` if not)."""
-    candidates = MODES if requested == "auto" else (requested,)
+    """The strongest mode this machine allows, or ``requested`` if it works (``ValueError`` if not).
+
+    ``auto`` never settles for ``none``: without namespaces a student's code could read the
+    solutions, so grading that way must be asked for by name.
+    """
+    candidates = ("root", "userns") if requested == "auto" else (requested,)
     for mode in candidates:
         if mode == "root" and os.geteuid() != 0:
             continue
         if mode == "none" or can_enter_namespaces(mode):
             return mode
+    if requested == "auto":
+        raise ValueError("this machine cannot create the Linux namespaces the sandbox needs (unshare failed), so "
+                         "a student's code could read the solutions, the gradebook and other submissions. Grade "
+                         "as root or where user namespaces are allowed; pass --sandbox none only if every "
+                         "submission is trusted (the log then lists what is not protected)")
     raise ValueError(f"--sandbox {requested}: this machine cannot create the namespaces it needs "
-                     f"(unshare failed); use --sandbox auto or none")
+                     f"(unshare failed); use --sandbox auto, or none if every submission is trusted")
 
 
 def can_drop_user(uid: int, python: str = sys.executable) -> bool:
@@ -177,7 +208,7 @@ def missing_protections(mode: str, drop_user: bool) -> list[str]:
     missing = []
     if mode == "userns":
         missing.append("unprivileged user: the kernel runs with your own user id inside a user namespace, "
-                       "so files of yours outside the hidden folders stay readable (read-only)")
+                       "so files of yours outside the repository and the hidden folders stay readable (read-only)")
         missing.append("process count limit: RLIMIT_NPROC would count all your processes, so it is not set; "
                        "the process namespace still ends every process when the notebook ends")
     if mode == "none":
@@ -282,17 +313,26 @@ def _same(a: str, b: str) -> bool:
 
 
 def build_file_system(spec: SandboxSpec, root: Path) -> None:
-    """Inside the new mount namespace: the kernel's view of the files (the cwd is ``root``).
+    """Inside the new mount namespace: the kernel's view of the files (the cwd is the staging folder).
 
-    Paths are bound to ``root/mnt/N`` before anything is covered; after the
-    covers they are reached again through the working folder, which still
-    points at the covered ``root`` (a bind from ``.`` ignores the covers).
+    The exposed paths are bound to ``mnt/N`` in the staging folder before
+    anything is covered, then bound back, read-only, onto their own paths,
+    shallowest first, among the covers of ``spec.cover`` (a folder inside a
+    covered one, such as the ``nlpbook`` package inside the repository, comes
+    back; everything else in it stays out of sight).  Hidden paths are
+    covered last, so they win over any exposed folder that holds them.
+
+    Finally the staging folder itself (its ``mnt/N`` views, the copies in
+    ``files``, the settings) is covered by a fresh folder holding only the
+    kernel's sockets and its scratch folder: the kernel can reach nothing of
+    the staging area by any path, and the staging files are copied from the
+    working folder, which still points at the covered staging folder.
     """
     expose = [Path(p) for p in spec.expose]
     # Found before anything is covered: a repository under /tmp is out of sight afterwards.
     blocked = {ancestor for path in expose if (ancestor := _blocked_ancestor(path))}
     for index, path in enumerate(expose):
-        (root / "mnt" / str(index)).mkdir(parents=True, exist_ok=True)
+        Path("mnt", str(index)).mkdir(parents=True, exist_ok=True)
         _mount(str(path), f"mnt/{index}", None, MS_BIND | MS_REC)
     for private in PRIVATE_DIRS:
         if os.path.isdir(private):
@@ -300,23 +340,38 @@ def build_file_system(spec: SandboxSpec, root: Path) -> None:
     for ancestor in sorted(blocked):
         # Under a private folder it is gone already, and the folders made below are open.
         if os.path.isdir(ancestor):
-            _mount("tmpfs", str(ancestor), "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=1m")
-    for index, path in enumerate(expose):
+            _cover(str(ancestor))
+    steps = [(path, index) for index, path in enumerate(expose)] + [(Path(p), None) for p in spec.cover]
+    for path, index in sorted(steps, key=lambda step: len(step[0].parts)):
+        if index is None:
+            if path.is_dir():
+                _cover(str(path))
+            continue
         if not _same(str(path), f"mnt/{index}"):
             path.mkdir(parents=True, exist_ok=True)
         _bind_read_only(f"mnt/{index}", str(path))
+    for index in range(len(expose)):
+        _libc.umount2(f"mnt/{index}".encode(), MNT_DETACH)
     for hidden in spec.hide:
         if os.path.isdir(hidden):
             _mount("tmpfs", hidden, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV, "mode=0000,size=4k")
         elif os.path.exists(hidden):
             _mount("/dev/null", hidden, None, MS_BIND)
-    if not _same(".", str(root)):
-        root.mkdir(parents=True, exist_ok=True)
-        _mount(".", str(root), None, MS_BIND | MS_REC)
-    os.chdir(root)
+    root.mkdir(parents=True, exist_ok=True)
+    _cover(str(root))
+    (root / "ipc").mkdir()
+    _mount("ipc", str(root / "ipc"), None, MS_BIND)
+    (root / "work").mkdir()
     owner = f",uid={spec.uid},gid={spec.uid}" if spec.drop_user else ""
     _mount("tmpfs", str(root / "work"), "tmpfs", MS_NOSUID | MS_NODEV,
            f"mode=0700,size={spec.limits.disk_mb}m{owner}")
+    shutil.copytree("files", root / "work", dirs_exist_ok=True)
+    os.chdir(root)
+
+
+def _cover(folder: str) -> None:
+    """Put an empty, read-only-for-others folder over ``folder``."""
+    _mount("tmpfs", folder, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=1m")
 
 
 def limit_and_drop(spec: SandboxSpec) -> None:
@@ -331,10 +386,49 @@ def limit_and_drop(spec: SandboxSpec) -> None:
     for which, value in settings:
         resource.setrlimit(which, (value, value))
     _libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
+    root = os.geteuid() == 0  # root of the machine, or of the kernel's user namespace
+    if root:
+        forbid_new_capabilities()
     if spec.drop_user:
         os.setgroups([])
         os.setgid(spec.uid)
         os.setuid(spec.uid)
+    if root:
+        clear_capabilities()
+
+
+class _CapHeader(ctypes.Structure):
+    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+
+class _CapData(ctypes.Structure):
+    _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32)]
+
+
+def forbid_new_capabilities() -> None:
+    """Make sure no program this process starts gets a capability, even as root.
+
+    In mode ``userns`` the kernel is root inside its user namespace and would keep the
+    right to unmount the covers over the repository, ``/tmp`` and the hidden folders.
+    An empty bounding set and the locked "no root" bits mean that nothing started later
+    regains a capability; :func:`clear_capabilities` then gives up the ones held now.
+    """
+    last = int(Path("/proc/sys/kernel/cap_last_cap").read_text()) if os.path.exists(
+        "/proc/sys/kernel/cap_last_cap") else 63
+    for capability in range(last + 1):
+        _libc.prctl(PR_CAPBSET_DROP, capability, 0, 0, 0)
+    _libc.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
+    if _libc.prctl(PR_SET_SECUREBITS, SECBIT_NOROOT_ALL_LOCKED, 0, 0, 0) != 0:
+        error = ctypes.get_errno()
+        raise OSError(error, f"sandbox: prctl(PR_SET_SECUREBITS): {os.strerror(error)}")
+
+
+def clear_capabilities() -> None:
+    """Give up every capability this process holds (allowed without any)."""
+    header, data = _CapHeader(CAPABILITY_VERSION_3, 0), (_CapData * 2)()
+    if _libc.capset(ctypes.byref(header), data) != 0:
+        error = ctypes.get_errno()
+        raise OSError(error, f"sandbox: capset: {os.strerror(error)}")
 
 
 def enter_namespaces(mode: str) -> None:
@@ -368,10 +462,12 @@ def die_with_parent() -> None:
 def prepare(spec: SandboxSpec, root: Path, info: dict) -> tuple[Path, Path, dict[str, str]]:
     """Inside the namespaces: the file system, the kernel's folder and its environment."""
     os.chdir(root)
+    work = root / "work"
     if spec.mode != "none":
         build_file_system(spec, root)
-    work = root / "work"
-    shutil.copytree(root / "files", work, dirs_exist_ok=True)
+    else:
+        shutil.copytree(root / "files", work, dirs_exist_ok=True)
+        work.chmod(0o700)  # other kernels run as other users: none may read this student's files
     connection = work / ".connection.json"
     connection.write_text(json.dumps(info), encoding="utf-8")
     home = {"HOME": str(work), "USER": "student", "LOGNAME": "student", "IPYTHONDIR": str(work / ".ipython"),
@@ -413,6 +509,11 @@ def read_message(connection: socket.socket, buffer: bytearray) -> dict | None:
     return json.loads(line)
 
 
+def staging_folder(info: dict) -> Path:
+    """The sandbox folder of a kernel, from its connection info: ``ROOT/ipc/kernel-XXXX/kernel``."""
+    return Path(info["ip"]).parents[2]
+
+
 def send_message(connection: socket.socket, message: dict) -> None:
     connection.sendall(json.dumps(message).encode() + b"\n")
 
@@ -427,7 +528,7 @@ def main(argv: list[str]) -> int:
     die_with_parent()
     connection_file = argv[0]
     info = json.loads(Path(connection_file).read_text(encoding="utf-8"))
-    spec = SandboxSpec.read(Path(info["ip"]).parent.parent)
+    spec = SandboxSpec.read(staging_folder(info))
     connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     connection.connect(spec.zygote)
     send_message(connection, {"connection_file": connection_file, "args": argv[1:]})

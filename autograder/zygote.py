@@ -68,7 +68,7 @@ class Zygote:
         """Start importing now; the caller may do other work meanwhile."""
         self.folder = Path(tempfile.mkdtemp(prefix="nlpbook-zygote-"))  # 0700: only the grader connects
         self.process = subprocess.Popen(
-            [sys.executable, "-I", "-m", "autograder.zygote", str(self.folder / SOCKET_NAME)], env=self.env,
+            sandbox.python_command("autograder.zygote", str(self.folder / SOCKET_NAME)), env=self.env,
             stdin=subprocess.DEVNULL, preexec_fn=sandbox.die_with_parent, cwd=self.folder,
         )
         return self
@@ -166,7 +166,7 @@ def relay(connection: socket.socket) -> None:
     if request is None:
         return
     info = json.loads(Path(request["connection_file"]).read_text(encoding="utf-8"))
-    root = Path(info["ip"]).parent.parent
+    root = sandbox.staging_folder(info)
     spec = sandbox.SandboxSpec.read(root)
     sandbox.enter_namespaces(spec.mode)
     status_read, status_write = os.pipe()
@@ -212,9 +212,10 @@ def first_process(spec: sandbox.SandboxSpec, root: Path, info: dict, kernel_args
         signal.signal(number, forward)
     if spec.mode != "none":
         sandbox.mount_proc()
-    work, connection, env = sandbox.prepare(spec, root, info)
-    # The kernel's own console (its banner, crashes, C-level prints) goes to a file, not the grader's.
+    # The kernel's own console (its banner, crashes, C-level prints) goes to a file, not the grader's;
+    # opened before the staging folder is covered, where the grader reads it.
     console = os.open(root / "kernel.log", os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    work, connection, env = sandbox.prepare(spec, root, info)
     kernel = os.fork()
     if kernel == 0:
         os.close(status_write)
@@ -228,7 +229,7 @@ def first_process(spec: sandbox.SandboxSpec, root: Path, info: dict, kernel_args
             status = wait_status
         return not pid
 
-    sandbox.lock_socket_folder(root / "ipc", alive, spec.drop_user)
+    sandbox.lock_socket_folder(Path(info["ip"]).parent, alive, spec.drop_user)
     if status is None:
         status = os.waitpid(kernel, 0)[1]
     # Processes the kernel left (mode none has no namespace to end them) are ended by user id

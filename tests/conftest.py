@@ -25,6 +25,19 @@ def run_autograder(*args: str, timeout: int = 1800) -> subprocess.CompletedProce
                           text=True, timeout=timeout)
 
 
+def repository_copy(destination: Path) -> Path:
+    """A copy of what grading needs from this repository (packages, solutions, exercises) at ``destination``.
+
+    ``python -m autograder`` run from the copy grades from the copy's ``solutions/``, so a
+    test can add an assignment or plant a marker without touching the real repository.
+    """
+    import shutil
+
+    for folder in ("autograder", "nlpbook", "solutions", "exercises"):
+        shutil.copytree(REPO / folder, destination / folder, ignore=shutil.ignore_patterns("__pycache__"))
+    return destination
+
+
 def pytest_generate_tests(metafunc):
     # A chapter's grading tests (chapter_grading.ChapterGrading) run once per classic mistake.
     mistakes = getattr(metafunc.cls, "MISTAKES", None)

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from autograder import sandbox
-from autograder.execute import exposed_paths
+from autograder.course import REPO_ROOT
+from autograder.execute import covered_paths, exposed_paths
 from conftest import run_autograder
 from autograder.handins import solved, write
 
@@ -24,17 +25,25 @@ def test_every_weaker_mode_names_what_it_does_not_protect():
         assert any(words in line for line in none), words
 
 
-def test_probe_accepts_none_everywhere_and_refuses_a_mode_it_cannot_give(monkeypatch):
+def test_probe_accepts_none_only_when_asked_and_refuses_a_mode_it_cannot_give(monkeypatch):
     assert sandbox.probe("none") == "none"
     monkeypatch.setattr(sandbox, "can_enter_namespaces", lambda mode: False)
     with pytest.raises(ValueError, match="cannot create the namespaces"):
         sandbox.probe("userns")
-    assert sandbox.probe("auto") == "none"
+    # Without namespaces the solutions are readable: auto refuses rather than fall back silently.
+    with pytest.raises(ValueError, match="could read the solutions"):
+        sandbox.probe("auto")
 
 
-def test_exposed_paths_keep_only_the_outermost_folders():
-    paths = exposed_paths()
-    assert all(not any(other in path.parents for other in paths) for path in paths)
+def test_the_repository_is_covered_and_only_its_package_and_import_path_come_back():
+    paths, repo = exposed_paths(), REPO_ROOT.resolve()
+    assert covered_paths() == [repo]
+    assert repo not in paths
+    assert repo / "nlpbook" in paths
+    assert not any(path in (repo / "solutions").parents or path == repo / "tests" for path in paths)
+    # Outermost folders only, unless the repository's cover lies between the two.
+    between = lambda outer, inner: outer in repo.parents and repo in inner.parents  # noqa: E731
+    assert all(not any(other in path.parents and not between(other, path) for other in paths) for path in paths)
 
 
 def test_a_folder_others_cannot_enter_is_found():
@@ -62,7 +71,7 @@ def _kernels() -> set[int]:
 
 @pytest.mark.parametrize("mode", ["userns", "none"])
 def test_grading_in_a_weaker_mode_still_grades_and_says_what_is_missing(tmp_path, mode):
-    if mode != "none" and sandbox.probe("auto") == "none":
+    if mode != "none" and not sandbox.can_enter_namespaces(mode):
         pytest.skip("this machine has no namespaces")
     before = _kernels()
     write(solved("04-attention", "attention"), tmp_path / "submissions" / "honest" / "04-attention", "attention")
