@@ -20,7 +20,7 @@ def _parser() -> argparse.ArgumentParser:
     generate = commands.add_parser(
         "generate", help="regenerate exercises/ from solutions/ with nbgrader generate_assignment")
     generate.add_argument("assignments", nargs="*", metavar="ASSIGNMENT",
-                          help="chapter folder names such as 04-attention (default: every assignment)")
+                          help="assignment ids: folder names in solutions/, such as 04-attention or ps1 (default: every assignment)")
 
     collect = commands.add_parser("collect", help="unpack a zip of STUDENT_ID/ASSIGNMENT/FILE safely into a new folder")
     collect.add_argument("zip", type=Path, metavar="ZIP")
@@ -32,7 +32,7 @@ def _parser() -> argparse.ArgumentParser:
 
     check = commands.add_parser(
         "check-tests", help="plant small bugs in the solution and report, per graded part, how many the tests catch")
-    check.add_argument("assignment", metavar="ASSIGNMENT", help="chapter folder name, such as 04-attention")
+    check.add_argument("assignment", metavar="ASSIGNMENT", help="assignment id: a folder name in solutions/, such as 04-attention or ps1")
     check.add_argument("--out", type=Path, metavar="DIR",
                        help="keep the mutants, their grading and check-tests.csv here (default: a new temporary folder)")
     check.add_argument("--workers", type=int, default=None, metavar="N", help="parallel workers (default: cores)")
@@ -40,7 +40,7 @@ def _parser() -> argparse.ArgumentParser:
     check.add_argument("--timeout", type=int, default=30, metavar="SECONDS", help="time limit per cell (default 30)")
 
     grade = commands.add_parser("grade", help="grade every DIR/STUDENT_ID/ASSIGNMENT/*.ipynb with nbgrader")
-    grade.add_argument("assignment", metavar="ASSIGNMENT", help="chapter folder name, such as 04-attention")
+    grade.add_argument("assignment", metavar="ASSIGNMENT", help="assignment id: a folder name in solutions/, such as 04-attention or ps1")
     grade.add_argument("--submissions", required=True, type=Path, metavar="DIR",
                        help="folder with one sub-folder per student: DIR/STUDENT_ID/ASSIGNMENT/*.ipynb")
     grade.add_argument("--out", required=True, type=Path, metavar="DIR",

@@ -18,8 +18,10 @@ EXERCISES = REPO_ROOT / "exercises"
 
 COURSE_ID = "nlpbook"
 
-# A chapter folder name: two digits, a dash, lower-case words ("04-attention").
-ASSIGNMENT_PATTERN = re.compile(r"^\d{2}-[a-z0-9]+(?:-[a-z0-9]+)*$")
+# An assignment id is what nbgrader accepts as a folder name: the course's chapters ("04-attention"),
+# or any id an instructor brings ("ps1", "hw01", "lab_2"). One path component, no "+" (nbgrader
+# refuses it), nothing hidden, no spaces at the ends.
+ASSIGNMENT_PATTERN = re.compile(r"^(?! )[^./+\\\x00][^/+\\\x00]*(?<! )$")
 
 
 class CourseError(Exception):
@@ -38,7 +40,8 @@ def source_notebooks(assignment: str) -> list[Path]:
     """The nbgrader source notebooks of ``assignment``; a clear error when there are none."""
     if not ASSIGNMENT_PATTERN.match(assignment):
         raise CourseError(
-            f"{assignment!r} is not an assignment id: expected a chapter folder name such as 04-attention"
+            f"{assignment!r} is not an assignment id: expected the name of a folder in {SOLUTIONS}, such as "
+            "04-attention or ps1 (one folder name, no '+', not starting with '.')"
         )
     folder = SOLUTIONS / assignment
     notebooks = sorted(folder.glob("*.ipynb"))

@@ -62,6 +62,7 @@ log = logging.getLogger("autograder")
 
 # nbgrader puts student ids in paths and in the gradebook: keep them boring.
 STUDENT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@+-]{0,99}$")
+TIMESTAMP = "timestamp.txt"
 PUBLISHED = ("course", "feedback", "grades.csv", "parts.csv", "lms.csv")
 
 
@@ -72,12 +73,17 @@ class Submission:
     student: str
     folder: Path
     notebooks: list[Path] = field(default_factory=list)
+    timestamp: Path | None = None  # the submission's timestamp.txt, when nbgrader's collect left one
     status: str = "pending"  # pending -> graded | failed | missing
     problems: list[str] = field(default_factory=list)
     needs_review: bool = False
     score: float = 0.0
     max_score: float = 0.0
     seconds: float = 0.0
+
+    def handed_in_files(self) -> list[Path]:
+        """What is graded: the notebooks, and the timestamp nbgrader reads for due dates."""
+        return [*self.notebooks, *([self.timestamp] if self.timestamp else [])]
 
     def flag(self, problem: str, *, review: bool = True) -> None:
         self.problems.append(problem)
@@ -254,6 +260,10 @@ def _find_notebooks(run: GradingRun, submission: Submission) -> Submission:
             submission.notebooks.append(path)
     if not submission.notebooks:
         submission.status = "missing"
+    # nbgrader's record of when the student submitted: due dates and late penalties read it.
+    timestamp = folder / TIMESTAMP
+    if timestamp.is_file() and not timestamp.is_symlink() and timestamp.stat().st_size < 1000:
+        submission.timestamp = timestamp
     return submission
 
 
@@ -404,13 +414,20 @@ def record_reference(run: GradingRun) -> None:
         course = jobs.Course.read(run.course, run.assignment)
         [result] = run.pool.run([jobs.Job("reference", "", course, run.settings())])
         if not result.success:
-            raise CourseError(f"{result.message}\nIf this machine cannot give that mode, choose another with --sandbox.")
+            sandbox_failed = result.message.startswith("the sandbox")
+            hint = "\nIf this machine cannot give that mode, choose another with --sandbox." if sandbox_failed else ""
+            raise CourseError(f"{result.message}{hint}")
         _save_atomically(saved, {k.split("/", 1)[1]: v for k, v in result.files.items()})
     shutil.copytree(saved, run.course / "reference")
     for path in sorted(saved.glob("*.json")):
         records = json.loads(path.read_text(encoding="utf-8"))
         log.info("reference: %s.ipynb, %d test cells, %d checks", path.stem, len(records),
                  sum(len(r) for r in records.values()))
+        plain = [grade_id for grade_id, checks in records.items() if not checks]
+        if plain:
+            log.warning("WEAKER GRADING in %s.ipynb: %d test cell(s) make no checks through nlpbook.checks and are "
+                        "graded by nbgrader's own rules (an error means 0, a number is partial credit), which trust "
+                        "the student's kernel to report its errors: %s", path.stem, len(plain), ", ".join(plain))
 
 
 def collect_submissions(run: GradingRun) -> None:
@@ -424,8 +441,8 @@ def collect_submissions(run: GradingRun) -> None:
                 continue
             target = run.course / "submitted" / submission.student / run.assignment
             target.mkdir(parents=True)
-            for notebook in submission.notebooks:
-                shutil.copyfile(notebook, target / notebook.name)
+            for path in submission.handed_in_files():
+                shutil.copyfile(path, target / path.name)
 
 
 def grade_submissions(run: GradingRun) -> None:
@@ -445,7 +462,7 @@ def grade_submissions(run: GradingRun) -> None:
     gradebook = sqlalchemy.create_engine(run.db_url)
     try:
         for submission in run.handed_in():
-            notebooks = {path.name: path.read_bytes() for path in submission.notebooks}
+            notebooks = {path.name: path.read_bytes() for path in submission.handed_in_files()}
             keys[submission.student] = key = _digest([*grading_terms, submission.student, *_flat(notebooks)])
             if (results / key).exists() and not run.regrade:
                 _merge(run, gradebook, submission, pickle.loads((results / key).read_bytes()), reused=True)

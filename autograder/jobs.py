@@ -128,7 +128,12 @@ def _session(job: Job, root: Path, role: str, files: list[Path]):
 
     settings = job.settings
     hide = [*settings.hide, str(SOLUTIONS.resolve()), str(root.resolve()), str(_jupyter_runtime_dir())]
-    return SandboxSession(mode=settings.mode, role=role, files=files, hide=[Path(p) for p in hide],
+    # Files shipped with the assignment (data, images, modules) sit beside the notebook, as nbgrader
+    # puts them: the instructor's copies, which win over a student's file of the same name.
+    source = root / "source" / job.course.assignment
+    shipped = {path.relative_to(source): path for path in sorted(source.rglob("*"))
+               if path.is_file() and path.suffix != ".ipynb"}
+    return SandboxSession(mode=settings.mode, role=role, files=files, shipped=shipped, hide=[Path(p) for p in hide],
                           drop_user=settings.drop_user, limits=settings.limits, uid=worker_uid(),
                           zygote=_zygote_for(settings), env=settings.env)
 

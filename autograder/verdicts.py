@@ -112,7 +112,20 @@ class TrustedVerdicts(NbGraderPreprocessor):
             return cell, resources
         grade_id = cell.metadata.nbgrader["grade_id"]
         reference = self._reference.get(grade_id)
+        hidden = HIDDEN_MARKER in cell.source
+        if reference == [] and not records:
+            # A plain nbgrader test (asserts, or a number for partial credit): nbgrader's own
+            # rules, as trustworthy as the kernel's report of its errors (documented as weaker).
+            if hidden:
+                cell.outputs = _hidden_outputs(cell.outputs)
+            return cell, resources
         problem = "no reference records for this test" if reference is None else judge(reference, records)
+        errors = [o for o in cell.outputs if o.output_type == "error"]
+        if problem is None and errors:
+            # The checks passed, but the cell failed after them (a plain assert beside the
+            # checks): a failure stays a failure.
+            problem = (f"the test failed after its checks passed: {errors[0].ename}" if hidden
+                       else f"{errors[0].ename}: {errors[0].evalue}")
         # The verdict alone decides: drop the kernel's own errors, and numbers that nbgrader
         # would read as partial credit.
         outputs = []
@@ -122,13 +135,34 @@ class TrustedVerdicts(NbGraderPreprocessor):
             if output.output_type == "execute_result":
                 output = new_output("display_data", data=output.data, metadata=output.get("metadata", {}))
             outputs.append(output)
-        if HIDDEN_MARKER in cell.source:
+        if hidden:
             # Hidden tests: only the verdict, never what the cell printed (it might quote the tests).
             outputs = [] if problem else [new_output("stream", name="stdout", text=HIDDEN_PASSED + "\n")]
         if problem:
             outputs.append(new_output("error", ename=FAILED, evalue=problem, traceback=[f"{FAILED}: {problem}"]))
         cell.outputs = outputs
         return cell, resources
+
+
+def _hidden_outputs(outputs) -> list:
+    """A plain hidden test's outputs, keeping its score and nothing that could quote it.
+
+    An error keeps only its name; a result keeps only a number (nbgrader's partial credit).
+    """
+    kept = []
+    for output in outputs:
+        if output.output_type == "error":
+            kept.append(new_output("error", ename=output.ename, evalue="a hidden test failed",
+                                   traceback=[f"{output.ename}: a hidden test failed"]))
+        elif output.output_type == "execute_result":
+            text = output.get("data", {}).get("text/plain", "")
+            text = "".join(text) if isinstance(text, list) else text
+            try:
+                kept.append(new_output("execute_result", data={"text/plain": repr(float(text))},
+                                       execution_count=output.get("execution_count")))
+            except ValueError:
+                continue  # not a number: nbgrader gives full credit, as for no output
+    return kept or [new_output("stream", name="stdout", text=HIDDEN_PASSED + "\n")]
 
 
 def reference_records(executed_notebook) -> dict[str, list[dict]]:
@@ -144,9 +178,7 @@ def reference_records(executed_notebook) -> dict[str, list[dict]]:
         errors = [f"{o.ename}: {o.evalue}" for o in cell.outputs if o.output_type == "error"]
         if errors:
             raise ValueError(f"test cell {grade_id} fails on the solution: {errors[0]}")
-        if not records:
-            raise ValueError(f"test cell {grade_id} makes no checks through nlpbook.checks, so the grader "
-                             "could not judge it")
+        # A cell without checks is graded by nbgrader's rules (``[]`` says so); see weaker_cells.
         problem = judge(records, records)
         if problem:
             raise ValueError(f"test cell {grade_id}: the solution's own values fail its check: {problem}")

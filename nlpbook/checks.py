@@ -22,6 +22,8 @@ student code cannot read it from the caller's frame or tamper with it.
 from __future__ import annotations
 
 import base64
+import functools
+import inspect
 import os
 import sys
 from typing import Any, Callable
@@ -105,6 +107,28 @@ def expect_raises(exception: type[BaseException], function: Callable[[], Any], m
 
 
 # ------------------------------------------------- comparisons (no records)
+
+
+def stand_in(original: Callable, reference: Callable) -> Callable:
+    """``reference`` behind ``original``'s exact signature: a test's stand-in for an earlier part.
+
+    A test that grades one part with the instructor's version of another swaps the
+    student's method for a stand-in.  The student's own code calls that method as they
+    wrote it (by keyword, with defaults), so the stand-in must accept exactly what the
+    original accepts: the call is bound to ``original``'s signature, then passed on to
+    ``reference`` by position (keyword-only parameters by keyword)::
+
+        BertLayer.add_norm = stand_in(BertLayer.add_norm, lambda self, x, y, dense, drop, ln: ln(x + drop(dense(y))))
+    """
+    signature = inspect.signature(original)
+
+    @functools.wraps(original)
+    def replaced(*args, **kwargs):
+        bound = signature.bind(*args, **kwargs)
+        bound.apply_defaults()
+        return reference(*bound.args, **bound.kwargs)
+
+    return replaced
 
 
 def check_tensor(value, name: str) -> None:

@@ -48,17 +48,31 @@ def read_part_scores(out: Path, parts: dict[str, tuple[str, ...]]) -> dict[str, 
     return scores
 
 
-def grade_mistakes(assignment: str, notebook: str, mistakes: dict, folder: Path):
+def blank_student(part: str) -> str:
+    return f"blank-{part}"
+
+
+def grade_mistakes(assignment: str, notebook: str, mistakes: dict, folder: Path, variants: dict | None = None):
     """Grade the solution, the untouched exercise and one student per mistake; return the part scores.
 
     ``mistakes``: student id -> (part, expected score in that part, edits to the solution).
+    ``variants``: student id -> edits that keep the solution correct (other ways to write it).
+    Every part is also handed in blank once (the exercise's stub, which raises), beside a
+    solution of every other part: a later part's tests must not fail because of it.
     """
     submissions, out = folder / "submissions", folder / "out"
     write(solved(assignment, notebook), submissions / "solution" / assignment, notebook)
-    write(nbformat.read(EXERCISES / assignment / f"{notebook}.ipynb", as_version=4),
-          submissions / "untouched" / assignment, notebook)
+    exercise = nbformat.read(EXERCISES / assignment / f"{notebook}.ipynb", as_version=4)
+    write(exercise, submissions / "untouched" / assignment, notebook)
     for student, (_, _, edits) in mistakes.items():
         write(solved(assignment, notebook, edits, answers=False), submissions / student / assignment, notebook)
+    for student, edits in (variants or {}).items():
+        write(solved(assignment, notebook, edits, answers=False), submissions / student / assignment, notebook)
+    stubs = {cell.metadata["nbgrader"]["grade_id"]: cell.source for cell in exercise.cells
+             if cell.cell_type == "code" and cell.metadata.get("nbgrader", {}).get("solution")}
+    for part in parts_of(assignment, notebook):
+        write(solved(assignment, notebook, replace={part: stubs[part]}, answers=False),
+              submissions / blank_student(part) / assignment, notebook)
     result = run_autograder("grade", assignment, "--submissions", str(submissions), "--out", str(out))
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     return read_part_scores(out, parts_of(assignment, notebook))
@@ -84,11 +98,23 @@ class ChapterGrading:
     NOTEBOOK: str
     AUTO_POINTS: float
     MISTAKES: dict
+    VARIANTS: dict = {}  # student id -> edits that keep the solution correct: full marks
 
     @pytest.fixture(scope="class")
     @classmethod
     def scores(cls, tmp_path_factory):
-        return grade_mistakes(cls.ASSIGNMENT, cls.NOTEBOOK, cls.MISTAKES, tmp_path_factory.mktemp(cls.ASSIGNMENT))
+        return grade_mistakes(cls.ASSIGNMENT, cls.NOTEBOOK, cls.MISTAKES, tmp_path_factory.mktemp(cls.ASSIGNMENT),
+                              cls.VARIANTS)
+
+    def test_a_blank_part_costs_its_own_points_and_nothing_else(self, scores):
+        # One crash in an earlier part must not cost a point of a later one (the notebook promises it).
+        for part in parts_of(self.ASSIGNMENT, self.NOTEBOOK):
+            check_mistake(scores, blank_student(part), part, 0.0)
+
+    def test_correct_variants_keep_every_point(self, scores):
+        for student in self.VARIANTS:
+            lost = {part: s for part, s in scores[student].items() if s[0] != s[1]}
+            assert not lost, f"{student}: a correct way to write it lost points in {lost}"
 
     def test_the_solution_gets_every_automatic_point(self, scores):
         assert sorted(scores["solution"]) == sorted(parts_of(self.ASSIGNMENT, self.NOTEBOOK))

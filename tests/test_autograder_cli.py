@@ -17,7 +17,10 @@ def test_unknown_assignment_is_named(tmp_path):
     assert result.returncode == 2
     assert "solutions/99-nothing holds no source notebooks (known assignments: " in result.stderr
     assert "04-attention" in result.stderr.split("known assignments: ")[1]
-    assert "not an assignment id" in run_autograder("grade", "attention", "--submissions", str(tmp_path / "class"),
+    # Any folder name nbgrader accepts is an id ("attention" is simply not there); a path is not.
+    assert "solutions/attention holds no source notebooks" in run_autograder(
+        "grade", "attention", "--submissions", str(tmp_path / "class"), "--out", str(tmp_path / "out")).stderr
+    assert "not an assignment id" in run_autograder("grade", "../attention", "--submissions", str(tmp_path / "class"),
                                                    "--out", str(tmp_path / "out")).stderr
 
 

@@ -64,14 +64,62 @@ def _verdicts():
     return step
 
 
-def test_a_passing_verdict_removes_errors_the_kernel_made_up_and_partial_credit_numbers():
+def test_a_passing_verdict_removes_partial_credit_numbers():
     good = _student("close", torch.tensor([1.0, float("-inf")]))
     cell = _test_cell("check()", [new_output("stream", name="stdout", text="hello\n"), _record_output(good),
-                                  new_output("execute_result", data={"text/plain": "0.0"}, execution_count=1),
-                                  new_output("error", ename="AssertionError", evalue="", traceback=[])])
+                                  new_output("execute_result", data={"text/plain": "0.0"}, execution_count=1)])
     cell, _ = _verdicts().preprocess_cell(cell, {}, 0)
     assert [o.output_type for o in cell.outputs] == ["stream", "display_data"]
     assert CHECK_MIME not in cell.outputs[1].data
+
+
+@pytest.mark.parametrize("hidden", [False, True])
+def test_an_error_beside_passing_checks_still_fails_the_cell(hidden):
+    # A plain assert after the checks: nbgrader would give 0, and so do we; hidden, it is not quoted.
+    good = _student("close", torch.tensor([1.0, float("-inf")]))
+    source = "### BEGIN HIDDEN TESTS\ncheck()\nassert secret\n### END HIDDEN TESTS" if hidden else "check()"
+    error = new_output("error", ename="AssertionError", evalue="secret is wrong", traceback=["assert secret"])
+    cell, _ = _verdicts().preprocess_cell(_test_cell(source, [_record_output(good), error]), {}, 0)
+    assert cell.outputs[-1].output_type == "error" and cell.outputs[-1].ename == FAILED
+    assert "AssertionError" in cell.outputs[-1].evalue
+    assert ("secret" in str(cell.outputs)) == (not hidden)
+
+
+def _plain_verdicts():
+    step = TrustedVerdicts()
+    step._reference = {"t": []}  # the solution's cell made no checks: nbgrader's rules
+    return step
+
+
+def test_a_plain_test_cell_keeps_nbgrader_rules_errors_and_partial_credit():
+    from nbgrader.utils import determine_grade
+
+    error = new_output("error", ename="AssertionError", evalue="wrong", traceback=["assert f(1) == 2"])
+    partial = new_output("execute_result", data={"text/plain": "0.5"}, execution_count=1)
+    for outputs, score in (([error], 0), ([partial], 0.5), ([], 1)):
+        cell, _ = _plain_verdicts().preprocess_cell(_test_cell("assert f(1) == 2", outputs), {}, 0)
+        assert determine_grade(cell)[0] == score
+
+
+def test_a_plain_hidden_test_cell_keeps_its_score_and_quotes_nothing():
+    from nbgrader.utils import determine_grade
+
+    source = "### BEGIN HIDDEN TESTS\nassert f(1) == 2\n### END HIDDEN TESTS"
+    error = new_output("error", ename="AssertionError", evalue="f(1) == 2", traceback=["assert f(1) == 2"])
+    cell, _ = _plain_verdicts().preprocess_cell(_test_cell(source, [error]), {}, 0)
+    assert determine_grade(cell)[0] == 0 and "f(1)" not in str(cell.outputs)
+    partial = new_output("execute_result", data={"text/plain": "0.25", "text/html": "<b>f(1)</b>"},
+                         execution_count=1)
+    cell, _ = _plain_verdicts().preprocess_cell(_test_cell(source, [partial]), {}, 0)
+    assert determine_grade(cell)[0] == 0.25 and "f(1)" not in str(cell.outputs)
+    cell, _ = _plain_verdicts().preprocess_cell(_test_cell(source, []), {}, 0)
+    assert determine_grade(cell)[0] == 1 and cell.outputs[0].text == HIDDEN_PASSED + "\n"
+
+
+def test_a_student_cell_with_checks_where_the_solution_made_none_fails():
+    good = _student("close", torch.tensor([1.0, float("-inf")]))
+    cell, _ = _plain_verdicts().preprocess_cell(_test_cell("check()", [_record_output(good)]), {}, 0)
+    assert cell.outputs[-1].ename == FAILED
 
 
 def test_a_failing_verdict_is_an_error_even_when_the_kernel_hid_every_error():

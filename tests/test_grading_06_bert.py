@@ -84,3 +84,15 @@ class TestBertExercise(ChapterGrading):
         "masking-random-ids-ignore-the-generator": (MASKING, 1.0, {MASKING: [
             ("torch.randint(vocab_size, input_ids.shape, generator=generator)", "torch.randint(vocab_size, input_ids.shape)")]}),
     }
+    # Correct code written another way keeps every point: the hidden layer test swaps in stand-ins
+    # for attention and add & norm, which must take the student's keyword calls.
+    VARIANTS = {
+        "layer-calls-its-parts-by-keyword": {LAYER: [
+            ("attended = self.add_norm(hidden_states, attended, self.attention_dense, self.attention_dropout,\n"
+             "                             self.attention_layer_norm)",
+             "attended = self.add_norm(input=hidden_states, output=attended, dense_layer=self.attention_dense,\n"
+             "                             dropout=self.attention_dropout, ln_layer=self.attention_layer_norm)"),
+            ("return self.add_norm(attended, intermediate, self.out_dense, self.out_dropout, self.out_layer_norm)",
+             "return self.add_norm(input=attended, output=intermediate, dense_layer=self.out_dense,\n"
+             "                     dropout=self.out_dropout, ln_layer=self.out_layer_norm)")]},
+    }

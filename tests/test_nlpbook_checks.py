@@ -106,3 +106,19 @@ def test_encode_keeps_plain_numbers_and_decode_rejects_malformed_data():
 def test_empty_tensors_round_trip(shape):
     decoded = checks.decode(checks.encode(torch.zeros(shape, dtype=torch.long)))
     assert decoded.shape == shape and decoded.dtype == torch.float64
+
+
+def test_a_stand_in_accepts_exactly_the_calls_the_original_accepts():
+    class Layer:
+        def add_norm(self, input, output, dense_layer, dropout, ln_layer=None, *, scale=1):
+            raise AssertionError("the student's version is never called")
+
+    replaced = checks.stand_in(Layer.add_norm, lambda self, x, y, dense, drop, ln, *, scale: (x, y, dense, drop, ln,
+                                                                                             scale))
+    Layer.add_norm = replaced
+    layer = Layer()
+    # By position, by keyword (the student's own parameter names), with defaults: all the same call.
+    assert layer.add_norm(1, 2, 3, 4) == (1, 2, 3, 4, None, 1)
+    assert layer.add_norm(input=1, output=2, dense_layer=3, dropout=4, ln_layer=5, scale=2) == (1, 2, 3, 4, 5, 2)
+    with pytest.raises(TypeError):
+        layer.add_norm(x=1, y=2, dense=3, drop=4)  # the stand-in's own names are not the method's

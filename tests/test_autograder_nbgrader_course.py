@@ -1,0 +1,160 @@
+"""An nbgrader course nobody here wrote, graded as plain nbgrader grades it.
+
+nbgrader's own example course (``tests/nbgrader_course``: assignment ``ps1`` of two
+notebooks and an image, students ``bitdiddle`` and ``hacker``) uses plain ``assert`` tests,
+an assignment id that is not a chapter folder, and files shipped beside the notebooks.
+``python -m autograder grade`` must give every cell the score that nbgrader 0.9.6 itself
+gives, run here on the same files as the trusted reference.  The one deliberate difference
+(a deleted test cell is put back) does not arise in this course.
+
+A second, small assignment (``lab_2``) checks what the example course cannot show: the
+kernel reads a data file shipped with the assignment, a failing hidden ``assert`` beside a
+passing check is a failure, and the hidden test's text reaches no feedback page.
+"""
+from __future__ import annotations
+
+import csv
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbformat.v4 import new_code_cell, new_notebook
+
+from conftest import repository_copy
+
+COURSE = Path(__file__).parent / "nbgrader_course"
+NBGRADER = Path(sys.executable).with_name("nbgrader")
+
+
+def _grade(repo: Path, assignment: str, submissions: Path, out: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "autograder", "grade", assignment, "--submissions", str(submissions),
+                           "--out", str(out), "--workers", "1", "--timeout", "60"],
+                          cwd=repo, capture_output=True, text=True, timeout=600)
+
+
+def _scores(gradebook: Path, assignment: str, students: list[str]) -> dict[tuple, float | None]:
+    """Every cell's automatic score, by (student, notebook, cell), from an nbgrader gradebook."""
+    from nbgrader.api import Gradebook
+
+    scores = {}
+    with Gradebook(f"sqlite:///{gradebook}") as book:
+        for student in students:
+            submission = book.find_submission(assignment, student)
+            for notebook in submission.notebooks:
+                for grade in notebook.grades:
+                    scores[(student, notebook.name, grade.name)] = grade.auto_score
+    return scores
+
+
+def _plain_nbgrader(tmp_path: Path, students: list[str]) -> Path:
+    """Grade the example course with nbgrader's own commands, unsandboxed: the reference."""
+    root = tmp_path / "plain"
+    shutil.copytree(COURSE / "source", root / "source")
+    shutil.copytree(COURSE / "submitted", root / "submitted")
+    settings = [f"--CourseDirectory.root={root}", "--CourseDirectory.course_id=example"]
+    for command in (["generate_assignment", "ps1"], *(["autograde", "ps1", f"--student={s}"] for s in students)):
+        # nbgrader runs the `alembic` command from the environment's bin folder.
+        env = {**os.environ, "PATH": f"{NBGRADER.parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+        result = subprocess.run([str(NBGRADER), *command, *settings, "--force"], cwd=root, capture_output=True,
+                                text=True, timeout=600, env=env)
+        assert result.returncode == 0, result.stderr[-3000:]
+    return root / "gradebook.db"
+
+
+@pytest.fixture(scope="module")
+def example_course(tmp_path_factory):
+    tmp_path = tmp_path_factory.mktemp("nbgrader-course")
+    repo = repository_copy(tmp_path / "repo")
+    shutil.copytree(COURSE / "source" / "ps1", repo / "solutions" / "ps1")
+    submissions = tmp_path / "submissions"
+    shutil.copytree(COURSE / "submitted", submissions)
+    result = _grade(repo, "ps1", submissions, tmp_path / "out")
+    students = sorted(p.name for p in submissions.iterdir())
+    return {"result": result, "out": tmp_path / "out", "students": students, "tmp": tmp_path,
+            "submissions": submissions}
+
+
+def test_the_example_course_is_graded_with_its_own_assignment_id_and_two_notebooks(example_course):
+    result, out = example_course["result"], example_course["out"]
+    assert result.returncode == 0, result.stderr[-3000:]
+    log = (out / "grading.log").read_text(encoding="utf-8")
+    assert "2 graded, 0 failed" in log
+    # Its tests are plain asserts: the instructor is told, naming every such cell at once.
+    assert ("WEAKER GRADING in problem1.ipynb: 4 test cell(s)" in log and
+            "correct_squares, squares_invalid_input, correct_sum_of_squares, sum_of_squares_uses_squares" in log)
+
+
+def test_every_cell_scores_as_plain_nbgrader_scores_it(example_course):
+    students = example_course["students"]
+    ours = _scores(example_course["out"] / "course" / "gradebook.db", "ps1", students)
+    theirs = _scores(_plain_nbgrader(example_course["tmp"], students), "ps1", students)
+    assert len(theirs) == 18 and ours == theirs
+
+
+def test_the_submission_time_is_kept_for_due_dates(example_course):
+    from nbgrader.api import Gradebook
+
+    with Gradebook(f"sqlite:///{example_course['out'] / 'course' / 'gradebook.db'}") as book:
+        stamp = book.find_submission("ps1", "hacker").timestamp
+    assert (stamp.year, stamp.month, stamp.day) == (2015, 2, 1)
+
+
+# ------------------------------------------------------------ a lab with a data file
+
+def _graded_cell(source: str, grade_id: str, *, solution: bool = False, points: int = 1):
+    cell = new_code_cell(source)
+    cell.metadata["nbgrader"] = {"grade": not solution, "solution": solution, "locked": not solution,
+                                 "grade_id": grade_id, "schema_version": 3, **({} if solution else {"points": points})}
+    return cell
+
+
+def _lab_notebook(name: str) -> nbformat.NotebookNode:
+    notebook = new_notebook(metadata={"kernelspec": {"name": "python3", "display_name": "Python 3",
+                                                     "language": "python"}})
+    notebook.cells = [
+        _graded_cell("def answer():\n    ### BEGIN SOLUTION\n    return int(open('data.txt').read())\n"
+                     "    ### END SOLUTION", f"{name}_answer", solution=True),
+        _graded_cell("import torch\nfrom nlpbook.checks import expect_close\n"
+                     "expect_close(torch.tensor(float(answer())), torch.tensor(42.0), 'answer()', atol=2)\n"
+                     "### BEGIN HIDDEN TESTS\nassert answer() % 2 == 0, 'secret-parity-rule'\n"
+                     "### END HIDDEN TESTS", f"{name}_test"),
+    ]
+    return notebook
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+    tmp_path = tmp_path_factory.mktemp("lab")
+    repo = repository_copy(tmp_path / "repo")
+    source = repo / "solutions" / "lab_2"
+    source.mkdir()
+    (source / "data.txt").write_text("42\n")
+    for name in ("first", "second"):
+        nbformat.write(_lab_notebook(name), source / f"{name}.ipynb")
+    submissions = tmp_path / "submissions"
+    for student, value in (("reads", None), ("right", "return 42"), ("odd", "return 43")):
+        (submissions / student / "lab_2").mkdir(parents=True)
+        for name in ("first", "second"):
+            notebook = _lab_notebook(name)
+            if value:
+                notebook.cells[0].source = f"def answer():\n    {value}"
+            nbformat.write(notebook, submissions / student / "lab_2" / f"{name}.ipynb")
+    result = _grade(repo, "lab_2", submissions, tmp_path / "out")
+    assert result.returncode == 0, result.stderr[-3000:]
+    with open(tmp_path / "out" / "grades.csv", newline="") as handle:
+        grades = {row["student_id"]: float(row["score"]) for row in csv.DictReader(handle)}
+    return {"grades": grades, "out": tmp_path / "out"}
+
+
+def test_a_shipped_data_file_is_beside_every_notebook_of_the_solution_and_the_students(lab):
+    assert lab["grades"]["reads"] == 2.0 and lab["grades"]["right"] == 2.0
+
+
+def test_a_failing_hidden_assert_beside_a_passing_check_is_a_failure_and_is_never_quoted(lab):
+    assert lab["grades"]["odd"] == 0.0  # 43 is within the check's tolerance of 42, but odd
+    pages = [p.read_text(encoding="utf-8") for p in (lab["out"] / "feedback").rglob("*.html")]
+    assert len(pages) == 6 and not any("secret-parity-rule" in page for page in pages)
