@@ -72,4 +72,23 @@ def generate_release(assignment: str, destination: Path | None = None) -> list[P
         replace_directory(root / "release" / assignment, destination)
     written = sorted(destination.glob("*.ipynb"))
     log.info("generated %d notebook(s) for %s into %s", len(written), assignment, destination)
+    warn_about_weaker_tests(assignment)
     return written
+
+
+def warn_about_weaker_tests(assignment: str) -> list[str]:
+    """Log, all at once, the test cells of ``assignment`` that nbgrader's own rules will grade."""
+    import nbformat
+
+    from autograder.verdicts import weaker_test_cells
+
+    found = []
+    for path in source_notebooks(assignment):
+        cells = weaker_test_cells(nbformat.read(path, as_version=4))
+        if cells:
+            found.append(f"{path.name}: {', '.join(cells)}")
+    if found:
+        log.warning("WEAKER GRADING in %s: these test cells use plain asserts or no nlpbook.checks call, so "
+                    "they are graded by nbgrader's own rules, which trust the student's kernel to report "
+                    "its errors: %s", assignment, "; ".join(found))
+    return found

@@ -546,9 +546,13 @@ class _Progress:
 
 def _log_stopped_kernels(submission: Submission, nbgrader_log: str) -> None:
     """Say which notebooks stopped early (a kernel that died, a time limit): the score counts what ran."""
+    console = [line.split(jobs.KERNEL_CONSOLE, 1)[1].strip() for line in nbgrader_log.splitlines()
+               if jobs.KERNEL_CONSOLE in line]
     for line in nbgrader_log.splitlines():
         if "Stopping the notebook:" in line:
             reason = line.split("Stopping the notebook:", 1)[1].strip()
+            if "the kernel died" in reason and console:
+                reason += f" (the kernel's console: {console[-1]})"
             submission.flag(f"notebook stopped early, {reason}; the cells after it were not run", review=False)
 
 

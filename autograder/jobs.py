@@ -29,6 +29,20 @@ from pathlib import Path
 from autograder import sandbox
 from autograder.course import COURSE_ID, SOLUTIONS, gradebook_url, nbgrader_config
 
+# Starts the line of a job's log that quotes a dead kernel's own console (autograder.grade reports it).
+KERNEL_CONSOLE = "Kernel console, last lines:"
+# What every kernel prints as it starts (the debugger's notes): never the cause of a death.
+CONSOLE_NOISE = ("Debugger warning", "frozen modules", "-Xfrozen_modules", "PYDEVD_DISABLE_FILE_VALIDATION",
+                 "Debugging will proceed")
+
+
+def last_words(console: str, lines: int = 3) -> str:
+    """The last few informative lines a kernel printed outside the notebook, on one line."""
+    kept = [line.strip() for line in console.splitlines()
+            if line.strip() and not any(noise in line for noise in CONSOLE_NOISE)]
+    return " | ".join(kept[-lines:]) or "(nothing)"
+
+
 # Rows of these tables belong to one student's submission; everything else is the course's.
 STUDENT_TABLES = ("submitted_assignment", "submitted_notebook", "grade", "comment")
 
@@ -174,11 +188,15 @@ def _grade(job: Job, root: Path) -> Result:
     submitted.mkdir(parents=True)
     for name, data in job.notebooks.items():
         (submitted / name).write_bytes(data)
-    with _session(job, root, "student", sorted(submitted.glob("*.ipynb"))) as kernel_config:
+    session = _session(job, root, "student", sorted(submitted.glob("*.ipynb")))
+    with session as kernel_config:
         config = _config(job, root)
         config.merge(kernel_config)
         graded = NbGraderAPI(config=config).autograde(job.course.assignment, job.student, force=True, create=True)
+        console = session.console()
     log = graded.get("log") or ""
+    if "the kernel died" in log:
+        log += f"\n{KERNEL_CONSOLE} {last_words(console)}\n"
     if not graded["success"]:
         reason = (graded.get("error") or log or "no message").strip().splitlines()[-1]
         return Result(job.student, False, f"nbgrader autograde failed ({reason})", log)

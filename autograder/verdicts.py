@@ -32,6 +32,20 @@ def is_test_cell(cell) -> bool:
     return cell.cell_type == "code" and utils.is_grade(cell) and not utils.is_solution(cell)
 
 
+def weaker_test_cells(notebook) -> list[str]:
+    """Grade ids of the test cells that nbgrader's own rules will grade, read from the source.
+
+    A cell with a bare ``assert``, or without any ``expect_...`` call, judges (at least in
+    part) without :mod:`nlpbook.checks`; its result is only as trustworthy as the student's
+    kernel's report of its errors.
+    """
+    import re
+
+    return [cell.metadata.nbgrader["grade_id"] for cell in notebook.cells
+            if is_test_cell(cell) and (re.search(r"^\s*assert\b", cell.source, re.MULTILINE)
+                                       or "expect_" not in cell.source)]
+
+
 def pop_records(cell) -> list:
     """Remove the check records from ``cell``'s outputs and return them, in order."""
     records, kept = [], []
@@ -166,8 +180,12 @@ def _hidden_outputs(outputs) -> list:
 
 
 def reference_records(executed_notebook) -> dict[str, list[dict]]:
-    """The records of the executed solution notebook, by grade id; ``ValueError`` if it fails a test."""
-    reference = {}
+    """The records of the executed solution notebook, by grade id.
+
+    ``ValueError`` if any test cell fails on the solution, naming every such cell at once
+    with the line that failed.
+    """
+    reference, problems = {}, []
     for cell in executed_notebook.cells:
         if cell.cell_type != "code":
             continue
@@ -175,12 +193,29 @@ def reference_records(executed_notebook) -> dict[str, list[dict]]:
         if not is_test_cell(cell):
             continue
         grade_id = cell.metadata.nbgrader["grade_id"]
-        errors = [f"{o.ename}: {o.evalue}" for o in cell.outputs if o.output_type == "error"]
+        errors = [o for o in cell.outputs if o.output_type == "error"]
         if errors:
-            raise ValueError(f"test cell {grade_id} fails on the solution: {errors[0]}")
-        # A cell without checks is graded by nbgrader's rules (``[]`` says so); see weaker_cells.
+            problems.append(f"test cell {grade_id} fails on the solution: {errors[0].ename}: {errors[0].evalue}"
+                            f"{_failing_line(errors[0])}")
+            continue
+        # A cell without checks is graded by nbgrader's rules (``[]`` says so).
         problem = judge(records, records)
         if problem:
-            raise ValueError(f"test cell {grade_id}: the solution's own values fail its check: {problem}")
+            problems.append(f"test cell {grade_id}: the solution's own values fail its check: {problem}")
+            continue
         reference[grade_id] = records
+    if problems:
+        raise ValueError("; ".join(problems) if len(problems) == 1 else
+                         f"{len(problems)} test cells fail on the solution:\n  " + "\n  ".join(problems))
     return reference
+
+
+def _failing_line(error) -> str:
+    """`` (at: LINE)``: the last source line an IPython traceback points at, without its colours."""
+    import re
+
+    lines = []
+    for frame in error.get("traceback", []):
+        plain = re.sub(r"\x1b\[[0-9;]*m", "", frame)
+        lines += [m.group(1).strip() for m in re.finditer(r"^-+> *\d+ (.*)$", plain, re.MULTILINE)]
+    return f" (at: {lines[-1]})" if lines else ""

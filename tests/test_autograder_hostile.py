@@ -275,8 +275,9 @@ def _(ctx):
 
 @student("exits-the-kernel", 12.0)  # os._exit in part 5: parts 1-4 count
 def _(ctx):
-    return solved(ASSIGNMENT, NOTEBOOK, {"sinusoidal_positions": [("    if dim % 2:", "    import os; os._exit(3)\n"
-                                                                                    "    if dim % 2:")]})
+    # Its last words go to the kernel's own console, outside the notebook: the log must quote them.
+    return solved(ASSIGNMENT, NOTEBOOK, {"sinusoidal_positions": [("    if dim % 2:", (
+        "    import os; os.write(2, b'fatal: the cheese ran out\\n'); os._exit(3)\n    if dim % 2:"))]})
 
 
 @student("kills-the-kernel", 14.0)  # SIGKILL in part 6: parts 1-5 count
@@ -549,4 +550,5 @@ def test_the_log_names_each_fault(hostile_class):
                         ("links-a-notebook", "a link"), ("renames-the-notebook", "missing")]:
         assert any(name in line and words in line for line in log.splitlines()), (name, words)
     assert "NEEDS REVIEW not-utf8" in log and "NEEDS REVIEW corrupt-json" in log
+    assert any("exits-the-kernel" in line and "fatal: the cheese ran out" in line for line in log.splitlines())
     assert "SANDBOX PROTECTION MISSING" not in log  # graded in the strongest mode

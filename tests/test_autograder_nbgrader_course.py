@@ -50,13 +50,15 @@ def _scores(gradebook: Path, assignment: str, students: list[str]) -> dict[tuple
     return scores
 
 
-def _plain_nbgrader(tmp_path: Path, students: list[str]) -> Path:
-    """Grade the example course with nbgrader's own commands, unsandboxed: the reference."""
-    root = tmp_path / "plain"
-    shutil.copytree(COURSE / "source", root / "source")
-    shutil.copytree(COURSE / "submitted", root / "submitted")
+def _plain_nbgrader(tmp_path: Path, assignment: str, students: list[str]) -> Path:
+    """Grade an assignment of the copied course with nbgrader's own commands, unsandboxed: the reference."""
+    root = tmp_path / f"plain-{assignment}"
+    shutil.copytree(COURSE / "source" / assignment, root / "source" / assignment)
+    for student in students:
+        shutil.copytree(COURSE / "submitted" / student / assignment, root / "submitted" / student / assignment)
     settings = [f"--CourseDirectory.root={root}", "--CourseDirectory.course_id=example"]
-    for command in (["generate_assignment", "ps1"], *(["autograde", "ps1", f"--student={s}"] for s in students)):
+    for command in (["generate_assignment", assignment],
+                    *(["autograde", assignment, f"--student={s}"] for s in students)):
         # nbgrader runs the `alembic` command from the environment's bin folder.
         env = {**os.environ, "PATH": f"{NBGRADER.parent}{os.pathsep}{os.environ.get('PATH', '')}"}
         result = subprocess.run([str(NBGRADER), *command, *settings, "--force"], cwd=root, capture_output=True,
@@ -65,39 +67,54 @@ def _plain_nbgrader(tmp_path: Path, students: list[str]) -> Path:
     return root / "gradebook.db"
 
 
-@pytest.fixture(scope="module")
-def example_course(tmp_path_factory):
-    tmp_path = tmp_path_factory.mktemp("nbgrader-course")
+# nbgrader's example course (its user guide), and two of the fixtures of nbgrader's own autograde
+# tests: students who changed a locked or a test cell, or tried to cheat, and a test that opens a
+# file shipped with the assignment.
+ASSIGNMENTS = {"ps1": ["bitdiddle", "hacker"],
+               "fixtures": ["bar", "eggs", "foo", "grade-cell-changed", "locked-cell-changed", "spam"],
+               "relative": ["reader"]}
+CELLS = {"ps1": 18, "fixtures": 24, "relative": 1}  # graded cells over all students
+
+
+@pytest.fixture(scope="module", params=sorted(ASSIGNMENTS))
+def example_course(request, tmp_path_factory):
+    assignment = request.param
+    tmp_path = tmp_path_factory.mktemp(f"nbgrader-{assignment}")
     repo = repository_copy(tmp_path / "repo")
-    shutil.copytree(COURSE / "source" / "ps1", repo / "solutions" / "ps1")
-    submissions = tmp_path / "submissions"
-    shutil.copytree(COURSE / "submitted", submissions)
-    result = _grade(repo, "ps1", submissions, tmp_path / "out")
-    students = sorted(p.name for p in submissions.iterdir())
-    return {"result": result, "out": tmp_path / "out", "students": students, "tmp": tmp_path,
-            "submissions": submissions}
+    shutil.copytree(COURSE / "source" / assignment, repo / "solutions" / assignment)
+    result = _grade(repo, assignment, COURSE / "submitted", tmp_path / "out")
+    return {"assignment": assignment, "result": result, "out": tmp_path / "out", "tmp": tmp_path, "repo": repo,
+            "students": ASSIGNMENTS[assignment]}
 
 
-def test_the_example_course_is_graded_with_its_own_assignment_id_and_two_notebooks(example_course):
+def test_the_course_is_graded_with_its_own_assignment_ids_and_notebooks(example_course):
     result, out = example_course["result"], example_course["out"]
     assert result.returncode == 0, result.stderr[-3000:]
     log = (out / "grading.log").read_text(encoding="utf-8")
-    assert "2 graded, 0 failed" in log
-    # Its tests are plain asserts: the instructor is told, naming every such cell at once.
-    assert ("WEAKER GRADING in problem1.ipynb: 4 test cell(s)" in log and
-            "correct_squares, squares_invalid_input, correct_sum_of_squares, sum_of_squares_uses_squares" in log)
+    assert f"{len(example_course['students'])} graded, 0 failed" in log
+    if example_course["assignment"] == "ps1":
+        # Its tests are plain asserts: the instructor is told, naming every such cell at once, when
+        # the exercise is generated and again when the class is graded.
+        cells = "correct_squares, squares_invalid_input, correct_sum_of_squares, sum_of_squares_uses_squares"
+        assert "WEAKER GRADING in problem1.ipynb: 4 test cell(s)" in log and cells in log
+        generated = subprocess.run([sys.executable, "-m", "autograder", "generate", "ps1"], cwd=example_course["repo"],
+                                   capture_output=True, text=True, timeout=300)
+        assert generated.returncode == 0, generated.stderr[-2000:]
+        assert "WEAKER GRADING in ps1" in generated.stderr and f"problem1.ipynb: {cells}" in generated.stderr
 
 
 def test_every_cell_scores_as_plain_nbgrader_scores_it(example_course):
-    students = example_course["students"]
-    ours = _scores(example_course["out"] / "course" / "gradebook.db", "ps1", students)
-    theirs = _scores(_plain_nbgrader(example_course["tmp"], students), "ps1", students)
-    assert len(theirs) == 18 and ours == theirs
+    assignment, students = example_course["assignment"], example_course["students"]
+    ours = _scores(example_course["out"] / "course" / "gradebook.db", assignment, students)
+    theirs = _scores(_plain_nbgrader(example_course["tmp"], assignment, students), assignment, students)
+    assert len(theirs) == CELLS[assignment] and ours == theirs
 
 
 def test_the_submission_time_is_kept_for_due_dates(example_course):
     from nbgrader.api import Gradebook
 
+    if example_course["assignment"] != "ps1":
+        pytest.skip("only the example course's submissions carry a timestamp")
     with Gradebook(f"sqlite:///{example_course['out'] / 'course' / 'gradebook.db'}") as book:
         stamp = book.find_submission("ps1", "hacker").timestamp
     assert (stamp.year, stamp.month, stamp.day) == (2015, 2, 1)

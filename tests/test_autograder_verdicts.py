@@ -146,3 +146,34 @@ def test_records_outside_test_cells_are_dropped_and_unknown_test_cells_fail():
     assert pop_records(plain) == []
     cell, _ = _verdicts().preprocess_cell(_test_cell("x", [], grade_id="added_by_student"), {}, 0)
     assert "no reference records" in cell.outputs[-1].evalue
+
+
+def test_a_solution_that_fails_names_every_failing_cell_with_its_line():
+    from autograder.verdicts import reference_records
+    from nbformat.v4 import new_notebook
+
+    traceback = ["\x1b[0;31mAssertionError\x1b[0m  Traceback (most recent call last)",
+                 "Cell \x1b[0;32mIn[3], line 2\x1b[0m\n\x1b[1;32m      1\x1b[0m x = 1\n"
+                 "\x1b[0;32m----> 2\x1b[0m \x1b[38;5;28;01massert\x1b[39;00m x \x1b[38;5;241m==\x1b[39m 2\n"]
+    failing = [_test_cell("x = 1\nassert x == 2", [new_output("error", ename="AssertionError", evalue="",
+                                                               traceback=traceback)], grade_id=name)
+               for name in ("first", "second")]
+    notebook = new_notebook(cells=[*failing, _test_cell("assert True", [], grade_id="fine")])
+    with pytest.raises(ValueError) as raised:
+        reference_records(notebook)
+    message = str(raised.value)
+    assert "2 test cells fail on the solution" in message
+    assert "test cell first fails" in message and "test cell second fails" in message
+    assert "(at: assert x == 2)" in message
+
+
+def test_test_cells_that_nbgrader_rules_will_grade_are_found_in_the_source():
+    from nbformat.v4 import new_notebook
+
+    from autograder.verdicts import weaker_test_cells
+
+    notebook = new_notebook(cells=[_test_cell("expect_close(f(), 1.0, 'f')", [], grade_id="checked"),
+                                   _test_cell("expect_close(f(), 1.0, 'f')\nassert g()", [], grade_id="mixed"),
+                                   _test_cell("assert f() == 1", [], grade_id="plain"),
+                                   _test_cell("print(f())", [], grade_id="no_checks")])
+    assert weaker_test_cells(notebook) == ["mixed", "plain", "no_checks"]

@@ -8,7 +8,7 @@ import pytest
 from nbclient import NotebookClient
 
 from autograder.course import EXERCISES, SOLUTIONS, assignments
-from autograder.generate import generate_release
+from autograder.generate import generate_release, warn_about_weaker_tests
 from autograder.handins import MARKERS, solution_sources
 
 ASSIGNMENTS = assignments()
@@ -27,6 +27,12 @@ def test_exercises_are_what_generate_writes(assignment, tmp_path):
     for new, old in zip(fresh, committed):
         assert json.loads(new.read_text()) == json.loads(old.read_text()), (
             f"{old} is stale: run `python -m autograder generate {assignment}` and commit exercises/")
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_every_test_cell_judges_through_nlpbook_checks(assignment):
+    # The course's own tests are all trusted verdicts; nbgrader's plain rules are for imported ones.
+    assert warn_about_weaker_tests(assignment) == []
 
 
 @pytest.mark.parametrize("assignment", ASSIGNMENTS)

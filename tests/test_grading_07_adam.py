@@ -49,4 +49,10 @@ class TestAdamExercise(ChapterGrading):
                                                                       "(total_steps - step) / total_steps")]}),
         "schedule-negative-after-the-end": (SCHEDULE, 0.0, {SCHEDULE: [("return max(0.0, (total_steps - step) / (total_steps - warmup_steps))",
                                                                         "return (total_steps - step) / (total_steps - warmup_steps)")]}),
+        # A float32 step counter (torch.optim keeps a tensor, but takes its value in float64):
+        # the docstring asks for float64 bias corrections, and a visible test checks them.
+        "adamw-step-counter-as-a-float32-tensor": (ADAMW, 0.0, {ADAMW: [
+            ('state["step"] = 0', 'state["step"] = torch.zeros(())'),
+            ("param.addcdiv_(state[\"exp_avg\"], denominator, value=-step_size)",
+             "param.addcdiv_(state[\"exp_avg\"], denominator, value=-float(step_size))")]}),
     }
