@@ -107,7 +107,9 @@ def main() -> int:
     parser.add_argument("--notebook", default="attention")
     parser.add_argument("--students", type=int, default=60)
     args = parser.parse_args()
-    env = {**os.environ, "NLPBOOK_PROFILE": os.environ.get("NLPBOOK_PROFILE", "quick")}
+    # nbgrader and the alembic command it runs come from this environment's bin folder, activated or not.
+    env = {**os.environ, "NLPBOOK_PROFILE": os.environ.get("NLPBOOK_PROFILE", "quick"),
+           "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
     folder = Path(tempfile.mkdtemp(prefix="grading-speed-"))
     try:
         submissions = folder / "submissions"
