@@ -52,8 +52,12 @@ def _parser() -> argparse.ArgumentParser:
     grade.add_argument("--memory-mb", type=int, default=4096, metavar="MiB",
                        help="address-space limit of each student kernel (default 4096)")
     grade.add_argument("--sandbox", choices=("auto", "root", "userns", "none"), default="auto",
-                       help="how to isolate student kernels (default: the strongest this machine allows; "
-                            "'none' grades on machines without namespaces, with the gaps logged)")
+                       help="how to isolate student kernels (default: root or userns, the strongest this "
+                            "machine allows; 'none', without namespaces, leaves the solutions readable and must "
+                            "be asked for by name; the gaps are logged)")
+    grade.add_argument("--duedate", metavar="'YYYY-MM-DD HH:MM:SS TZ'",
+                       help="the assignment's due date; nbgrader measures each submission's lateness from it, "
+                            "using the timestamp.txt that nbgrader collect leaves in a submission")
     grade.add_argument("--workers", type=int, default=None, metavar="N",
                        help="students graded at the same time on this machine (default: the number of cores)")
     grade.add_argument("--scheduler", metavar="tcp://HOST:PORT",
@@ -147,7 +151,7 @@ def main(argv: list[str] | None = None) -> int:
         run = grade(args.assignment, args.submissions, args.out, timeout=args.timeout,
                     notebook_timeout=args.notebook_timeout, replace=args.replace, regrade=args.regrade,
                     sandbox_mode=args.sandbox, limits=limits, workers=args.workers, scheduler=args.scheduler,
-                    db=args.db, feedback=args.feedback)
+                    db=args.db, feedback=args.feedback, duedate=args.duedate)
         return 0 if all(s.status != "failed" for s in run.submissions) else 3
     except CourseError as error:
         log.error("%s", error)

@@ -118,6 +118,7 @@ class GradingRun:
     zygote: object = None
     lock: object = None
     course_key: str = ""
+    duedate: str | None = None  # nbgrader's due date ("2026-03-01 17:00:00 Europe/Paris"); late is measured from it
 
     @property
     def course(self) -> Path:
@@ -375,6 +376,23 @@ def register_assignment(run: GradingRun) -> None:
                              **{f"release/{k}": v for k, v in _files(run.course / "release").items()}})
 
 
+def set_due_date(run: GradingRun) -> None:
+    """Give the assignment the instructor's due date, from which nbgrader measures each submission's lateness."""
+    if run.duedate is None:
+        return
+    from nbgrader.api import Gradebook
+    from nbgrader.utils import parse_utc
+
+    try:
+        duedate = parse_utc(run.duedate)
+    except (ValueError, TypeError) as error:
+        raise CourseError(f"--duedate {run.duedate!r}: not a date nbgrader reads, such as "
+                          f"'2026-03-01 17:00:00 Europe/Paris' ({error})") from None
+    with Gradebook(run.db_url, COURSE_ID) as gradebook:
+        gradebook.update_or_create_assignment(run.assignment, duedate=duedate)
+    log.info("due date: %s UTC", duedate)
+
+
 def _save_atomically(folder: Path, files: dict[str, bytes]) -> None:
     """Write ``files`` under ``folder``, which appears complete or not at all."""
     temporary = folder.with_name(f".{folder.name}.{os.getpid()}")
@@ -456,7 +474,7 @@ def grade_submissions(run: GradingRun) -> None:
     todo, keys = [], {}
     # What can change a grade: the course, the solution's records, the limits; not where it ran
     # or with how many threads.
-    grading_terms = [run.course_key, *_flat(_files(run.course / "reference")),
+    grading_terms = [run.course_key, str(run.duedate), *_flat(_files(run.course / "reference")),
                      repr((settings.mode, settings.drop_user, settings.limits, settings.timeout,
                            settings.notebook_timeout, settings.feedback))]
     gradebook = sqlalchemy.create_engine(run.db_url)
@@ -690,6 +708,7 @@ STEPS: list[Callable[[GradingRun], None]] = [
     hash_submissions,
     prepare_course,
     register_assignment,
+    set_due_date,
     start_workers,
     record_reference,
     collect_submissions,
@@ -707,13 +726,13 @@ STEPS: list[Callable[[GradingRun], None]] = [
 def grade(assignment: str, submissions: Path, out: Path, *, timeout: int = 60, notebook_timeout: int = 600,
           replace: bool = False, regrade: bool = False, sandbox_mode: str = "auto", limits: sandbox.Limits | None = None,
           workers: int | None = None, scheduler: str | None = None, db: str | None = None,
-          progress: bool = True, feedback: bool = True) -> GradingRun:
+          progress: bool = True, feedback: bool = True, duedate: str | None = None) -> GradingRun:
     """Run :data:`STEPS` in order; on any error the staging folder is removed and nothing is published."""
     run = GradingRun(assignment=assignment, submissions_dir=Path(submissions), out=Path(out),
                      timeout=timeout, notebook_timeout=notebook_timeout, replace=replace, regrade=regrade,
                      sandbox_mode=sandbox_mode, limits=limits or sandbox.Limits(cpu_seconds=notebook_timeout + 60),
                      workers=workers or os.cpu_count() or 1, scheduler=scheduler, db=db, progress=progress,
-                     feedback=feedback)
+                     feedback=feedback, duedate=duedate)
     try:
         for step in STEPS:
             log.debug("step %s", step.__name__)

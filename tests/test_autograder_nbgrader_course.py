@@ -110,7 +110,7 @@ def test_every_cell_scores_as_plain_nbgrader_scores_it(example_course):
     assert len(theirs) == CELLS[assignment] and ours == theirs
 
 
-def test_the_submission_time_is_kept_for_due_dates(example_course):
+def test_the_submission_time_is_kept_and_lateness_is_measured_from_the_due_date(example_course):
     from nbgrader.api import Gradebook
 
     if example_course["assignment"] != "ps1":
@@ -118,6 +118,20 @@ def test_the_submission_time_is_kept_for_due_dates(example_course):
     with Gradebook(f"sqlite:///{example_course['out'] / 'course' / 'gradebook.db'}") as book:
         stamp = book.find_submission("ps1", "hacker").timestamp
     assert (stamp.year, stamp.month, stamp.day) == (2015, 2, 1)
+    # hacker submitted at 09:28:58.749302 Los Angeles time: due at 09:00, that is 1738.749302 s late.
+    out = example_course["tmp"] / "out-due"
+    result = subprocess.run([sys.executable, "-m", "autograder", "grade", "ps1", "--submissions",
+                             str(COURSE / "submitted"), "--out", str(out), "--workers", "1",
+                             "--duedate", "2015-02-01 09:00:00 America/Los_Angeles"],
+                            cwd=example_course["repo"], capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    with Gradebook(f"sqlite:///{out / 'course' / 'gradebook.db'}") as book:
+        late = {student: book.find_submission("ps1", student).total_seconds_late for student in ("hacker",)}
+    assert late == {"hacker": 1738.749302}
+    bad = subprocess.run([sys.executable, "-m", "autograder", "grade", "ps1", "--submissions",
+                          str(COURSE / "submitted"), "--out", str(example_course["tmp"] / "out-bad"),
+                          "--duedate", "next tuesday"], cwd=example_course["repo"], capture_output=True, text=True)
+    assert bad.returncode == 2 and "--duedate 'next tuesday': not a date nbgrader reads" in bad.stderr
 
 
 # ------------------------------------------------------------ a lab with a data file
