@@ -227,7 +227,6 @@ class SandboxSession:
         env = {**sandbox.kernel_environment(), **self.env, GRADING_ENV: self.role}
         sandbox.SandboxSpec(mode=self.mode, uid=self.uid, drop_user=self.drop_user,
                             hide=[str(p) for p in self.hide], expose=[str(p) for p in exposed_paths()],
-                            cover=[str(p) for p in covered_paths()],
                             limits=self.limits, env=env, zygote=self.zygote).write(self.root)
         config = Config()
         config.KernelManager.transport = "ipc"
@@ -236,10 +235,11 @@ class SandboxSession:
         config.SandboxKernelManager.socket_owner = self.uid if self.drop_user else -1
         return config
 
-    def console(self) -> str:
-        """What the kernel printed outside the notebook (its banner, a crash), for error messages."""
-        path = self.root / "kernel.log"
-        return path.read_text(encoding="utf-8", errors="replace") if path.exists() else "(nothing)"
+    def console(self, errors_only: bool = False) -> str:
+        """What the kernel printed outside the notebook (its banner, then a crash), for error messages."""
+        texts = [path.read_text(encoding="utf-8", errors="replace")
+                 for path in (self.root / "kernel.out", self.root / "kernel.log")[errors_only:] if path.exists()]
+        return "".join(texts) or "(nothing)"
 
     def __exit__(self, *exc) -> None:
         if self.drop_user and not sandbox.end_user_processes(self.uid):
@@ -250,10 +250,9 @@ class SandboxSession:
 def exposed_paths() -> list[Path]:
     """What the kernel must read: the Python installation, the import path and the ``nlpbook`` package.
 
-    The repository itself is not among them: it is covered (:func:`covered_paths`), and of
-    its contents only the package and folders on the import path (a virtual environment
-    inside it) come back, so solutions, tests and any other file of the instructor's stay
-    out of sight.
+    Nothing else of the repository: a virtual environment inside it comes with the
+    installation, the package by itself, and solutions, tests and every other file of the
+    instructor's stay out of the kernel's file system (:func:`autograder.sandbox.build_file_system`).
     """
     import importlib.util
 
@@ -261,25 +260,13 @@ def exposed_paths() -> list[Path]:
 
     repo = REPO_ROOT.resolve()
     package = Path(next(iter(importlib.util.find_spec("nlpbook").submodule_search_locations))).resolve()
-    candidates = {Path(sys.base_prefix).resolve(), Path(sys.prefix).resolve(), package,
-                  Path(sys.executable).resolve().parent.parent}
     prefixes = {Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve()}
+    candidates = {*prefixes, package, Path(sys.executable).resolve().parent.parent}
     for entry in sys.path:
         path = Path(entry).resolve() if entry and os.path.isdir(entry) else None
         # Folders of the repository on the path (tests/ under pytest) are the instructor's, not Python's.
         if path is not None and (repo not in path.parents or any(p in path.parents for p in prefixes)):
             candidates.add(path)
-    # A folder that holds the repository (an environment around it) is bound before the cover.
-    candidates = sorted(p for p in candidates if p != repo)
-
-    def brings(outer: Path, inner: Path) -> bool:  # a bind of outer holds inner, unless the cover is between
-        return outer in inner.parents and not (outer in repo.parents and repo in inner.parents)
-
-    return [p for p in candidates if not any(brings(other, p) for other in candidates if other != p)]
-
-
-def covered_paths() -> list[Path]:
-    """Folders the kernel sees empty, except for exposed paths inside them: the repository."""
-    from autograder.course import REPO_ROOT
-
-    return [REPO_ROOT.resolve()]
+    # The repository itself, or a folder around it, would bring all of it.
+    candidates = sorted(p for p in candidates if p != repo and p not in repo.parents)
+    return [p for p in candidates if not any(other in p.parents for other in candidates)]

@@ -31,9 +31,11 @@ from autograder.course import COURSE_ID, SOLUTIONS, gradebook_url, nbgrader_conf
 
 # Starts the line of a job's log that quotes a dead kernel's own console (autograder.grade reports it).
 KERNEL_CONSOLE = "Kernel console, last lines:"
-# What every kernel prints as it starts (the debugger's notes): never the cause of a death.
+# What every kernel prints as it starts (the debugger's notes, ipykernel's banner), in an order that
+# varies from run to run: never the cause of a death.
 CONSOLE_NOISE = ("Debugger warning", "frozen modules", "-Xfrozen_modules", "PYDEVD_DISABLE_FILE_VALIDATION",
-                 "Debugging will proceed")
+                 "Debugging will proceed", "To connect another client", "--existing", "To read more about this",
+                 "ipython/ipython/issues", "NOTE: When using the", "ipykernel", "IPKernelApp")
 
 
 def last_words(console: str, lines: int = 3) -> str:
@@ -193,7 +195,7 @@ def _grade(job: Job, root: Path) -> Result:
         config = _config(job, root)
         config.merge(kernel_config)
         graded = NbGraderAPI(config=config).autograde(job.course.assignment, job.student, force=True, create=True)
-        console = session.console()
+        console = session.console(errors_only=True)
     log = graded.get("log") or ""
     if "the kernel died" in log:
         log += f"\n{KERNEL_CONSOLE} {last_words(console)}\n"

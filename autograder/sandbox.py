@@ -9,12 +9,13 @@ next to the kernel's sockets and build, with the functions here:
 - new Linux namespaces (``unshare(2)``): no network (the kernel talks to the
   grader over Unix sockets, not TCP), its own ``/proc`` and process tree,
   its own mounts;
-- a file system where the repository (all but its ``nlpbook`` package), the
-  gradebook, every submission and the sandbox's own staging folder are
-  covered by empty folders, ``/tmp``, ``/var/tmp`` and ``/dev/shm`` are
-  private, the Python installation is read-only, and the only writable place
-  is a size-limited scratch folder holding a copy of the student's own
-  notebook and the files shipped with the assignment;
+- a root file system of its own (:func:`build_file_system`): the operating
+  system, the Python installation and the ``nlpbook`` package, read-only, and
+  nothing else of the machine (not the rest of the repository, not the
+  gradebook, not any submission, not home folders); private ``/tmp``,
+  ``/var/tmp`` and ``/dev/shm``; the only writable place is a size-limited
+  scratch folder holding a copy of the student's own notebook and the files
+  shipped with the assignment;
 - an unprivileged user id (when the grader runs as root), no capabilities
   and ``no_new_privs``, and resource limits: memory, processes, open files,
   file size, CPU time.
@@ -39,7 +40,6 @@ import resource
 import shutil
 import signal
 import socket
-import stat
 import subprocess
 import sys
 import time
@@ -67,7 +67,6 @@ def kernel_environment() -> dict[str, str]:
 
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
 MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
-MNT_DETACH = 2
 CLONE_NEWNS, CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET = 0x00020000, 0x10000000, 0x20000000, 0x40000000
 PR_SET_PDEATHSIG, PR_SET_NO_NEW_PRIVS = 1, 38
 PR_CAPBSET_DROP, PR_SET_SECUREBITS, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 24, 28, 47, 4
@@ -97,7 +96,6 @@ class SandboxSpec:
     drop_user: bool = True
     hide: list[str] = field(default_factory=list)
     expose: list[str] = field(default_factory=list)
-    cover: list[str] = field(default_factory=list)  # emptied, except for exposed paths inside
     limits: Limits = field(default_factory=Limits)
     env: dict[str, str] = field(default_factory=dict)
     zygote: str = ""  # the socket of the process that forks kernels (autograder.zygote)
@@ -208,7 +206,8 @@ def missing_protections(mode: str, drop_user: bool) -> list[str]:
     missing = []
     if mode == "userns":
         missing.append("unprivileged user: the kernel runs with your own user id inside a user namespace, "
-                       "so files of yours outside the repository and the hidden folders stay readable (read-only)")
+                       "so what it can see (the operating system and the Python installation) it reads with your "
+                       "permissions (read-only)")
         missing.append("process count limit: RLIMIT_NPROC would count all your processes, so it is not set; "
                        "the process namespace still ends every process when the notebook ends")
     if mode == "none":
@@ -296,82 +295,67 @@ def _bind_read_only(source: str, target: str) -> None:
     _mount(None, target, None, MS_BIND | MS_REMOUNT | MS_RDONLY | _locked_flags(target))
 
 
-def _blocked_ancestor(path: Path) -> Path | None:
-    """The first folder above ``path`` that other users may not enter (``/root`` is the usual one)."""
-    for ancestor in reversed(path.parents):
-        if ancestor != Path("/") and not os.stat(ancestor).st_mode & stat.S_IXOTH:
-            return ancestor
-    return None
-
-
-def _same(a: str, b: str) -> bool:
-    try:
-        one, two = os.stat(a), os.stat(b)
-    except OSError:
-        return False
-    return (one.st_dev, one.st_ino) == (two.st_dev, two.st_ino)
+# The operating system a Python process needs, bound read-only into the kernel's root; symbolic
+# links among them (/bin -> usr/bin on a merged /usr) are copied as links.
+SYSTEM_PATHS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc")
+DEVICES = ("null", "zero", "full", "random", "urandom", "tty")
 
 
 def build_file_system(spec: SandboxSpec, root: Path) -> None:
-    """Inside the new mount namespace: the kernel's view of the files (the cwd is the staging folder).
+    """Inside the new mount namespace: a root file system of the kernel's own (the cwd is the staging folder).
 
-    The exposed paths are bound to ``mnt/N`` in the staging folder before
-    anything is covered, then bound back, read-only, onto their own paths,
-    shallowest first, among the covers of ``spec.cover`` (a folder inside a
-    covered one, such as the ``nlpbook`` package inside the repository, comes
-    back; everything else in it stays out of sight).  Hidden paths are
-    covered last, so they win over any exposed folder that holds them.
-
-    Finally the staging folder itself (its ``mnt/N`` views, the copies in
-    ``files``, the settings) is covered by a fresh folder holding only the
-    kernel's sockets and its scratch folder: the kernel can reach nothing of
-    the staging area by any path, and the staging files are copied from the
-    working folder, which still points at the covered staging folder.
+    Nothing of the machine is visible unless it is listed: the operating system
+    (:data:`SYSTEM_PATHS`), the exposed paths (the Python installation, the import path,
+    the ``nlpbook`` package), a few devices, a fresh ``/proc``, private ``/tmp``,
+    ``/var/tmp`` and ``/dev/shm``, and in the staging folder's place only the kernel's
+    socket folder and its scratch folder, with a copy of the staged files.  Every other
+    folder (the rest of the repository, home folders, a second clone of the course, other
+    kernels' staging folders) does not exist there, whatever its permissions.  Hidden
+    paths that lie inside what is bound are covered as well.  The process then changes
+    its root to it; the kernel, which has no capabilities, cannot leave it.
     """
-    expose = [Path(p) for p in spec.expose]
-    # Found before anything is covered: a repository under /tmp is out of sight afterwards.
-    blocked = {ancestor for path in expose if (ancestor := _blocked_ancestor(path))}
-    for index, path in enumerate(expose):
-        Path("mnt", str(index)).mkdir(parents=True, exist_ok=True)
-        _mount(str(path), f"mnt/{index}", None, MS_BIND | MS_REC)
-    for private in PRIVATE_DIRS:
-        if os.path.isdir(private):
-            _mount("tmpfs", private, "tmpfs", MS_NOSUID | MS_NODEV, f"mode=1777,size={spec.limits.disk_mb}m")
-    for ancestor in sorted(blocked):
-        # Under a private folder it is gone already, and the folders made below are open.
-        if os.path.isdir(ancestor):
-            _cover(str(ancestor))
-    steps = [(path, index) for index, path in enumerate(expose)] + [(Path(p), None) for p in spec.cover]
-    for path, index in sorted(steps, key=lambda step: len(step[0].parts)):
-        if index is None:
-            if path.is_dir():
-                _cover(str(path))
-            continue
-        if not _same(str(path), f"mnt/{index}"):
-            path.mkdir(parents=True, exist_ok=True)
-        _bind_read_only(f"mnt/{index}", str(path))
-    for index in range(len(expose)):
-        _libc.umount2(f"mnt/{index}".encode(), MNT_DETACH)
+    import tempfile
+
+    # A folder of its own: the next notebook of the session builds its root beside this one.
+    new = tempfile.mkdtemp(prefix="root-", dir=os.getcwd())
+    _mount("tmpfs", new, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=1m")
+    for system in SYSTEM_PATHS:
+        if os.path.islink(system):
+            os.symlink(os.readlink(system), new + system)
+        elif os.path.isdir(system):
+            os.makedirs(new + system)
+            _bind_read_only(system, new + system)
+    for path in sorted(spec.expose, key=lambda p: len(Path(p).parts)):
+        os.makedirs(new + path, exist_ok=True)
+        _bind_read_only(path, new + path)
     for hidden in spec.hide:
-        if os.path.isdir(hidden):
-            _mount("tmpfs", hidden, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV, "mode=0000,size=4k")
-        elif os.path.exists(hidden):
-            _mount("/dev/null", hidden, None, MS_BIND)
-    root.mkdir(parents=True, exist_ok=True)
-    _cover(str(root))
-    (root / "ipc").mkdir()
-    _mount("ipc", str(root / "ipc"), None, MS_BIND)
-    (root / "work").mkdir()
+        if os.path.isdir(new + hidden):
+            _mount("tmpfs", new + hidden, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV, "mode=0000,size=4k")
+        elif os.path.exists(new + hidden):
+            _mount("/dev/null", new + hidden, None, MS_BIND)
+    os.makedirs(new + "/dev")
+    for device in DEVICES:
+        if os.path.exists(f"/dev/{device}"):
+            Path(new, "dev", device).touch()
+            _mount(f"/dev/{device}", f"{new}/dev/{device}", None, MS_BIND)
+    for name, target in (("fd", "/proc/self/fd"), ("stdin", "/proc/self/fd/0"), ("stdout", "/proc/self/fd/1"),
+                         ("stderr", "/proc/self/fd/2")):
+        os.symlink(target, f"{new}/dev/{name}")
+    for private in ("/tmp", "/var/tmp", "/dev/shm"):
+        os.makedirs(new + private, exist_ok=True)
+        _mount("tmpfs", new + private, "tmpfs", MS_NOSUID | MS_NODEV, f"mode=1777,size={spec.limits.disk_mb}m")
+    os.makedirs(new + "/proc")
+    _mount("proc", new + "/proc", "proc", MS_NOSUID | MS_NOEXEC | MS_NODEV)
+    staging = new + str(root)
+    os.makedirs(staging + "/ipc")
+    _mount("ipc", staging + "/ipc", None, MS_BIND)
+    os.makedirs(staging + "/work")
     owner = f",uid={spec.uid},gid={spec.uid}" if spec.drop_user else ""
-    _mount("tmpfs", str(root / "work"), "tmpfs", MS_NOSUID | MS_NODEV,
+    _mount("tmpfs", staging + "/work", "tmpfs", MS_NOSUID | MS_NODEV,
            f"mode=0700,size={spec.limits.disk_mb}m{owner}")
-    shutil.copytree("files", root / "work", dirs_exist_ok=True)
+    shutil.copytree("files", staging + "/work", dirs_exist_ok=True)
+    os.chroot(new)
     os.chdir(root)
-
-
-def _cover(folder: str) -> None:
-    """Put an empty, read-only-for-others folder over ``folder``."""
-    _mount("tmpfs", folder, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=1m")
 
 
 def limit_and_drop(spec: SandboxSpec) -> None:
@@ -409,7 +393,7 @@ def forbid_new_capabilities() -> None:
     """Make sure no program this process starts gets a capability, even as root.
 
     In mode ``userns`` the kernel is root inside its user namespace and would keep the
-    right to unmount the covers over the repository, ``/tmp`` and the hidden folders.
+    right to unmount the covers over the hidden folders and to change its root back.
     An empty bounding set and the locked "no root" bits mean that nothing started later
     regains a capability; :func:`clear_capabilities` then gives up the ones held now.
     """

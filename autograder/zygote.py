@@ -213,14 +213,18 @@ def first_process(spec: sandbox.SandboxSpec, root: Path, info: dict, kernel_args
     if spec.mode != "none":
         sandbox.mount_proc()
     # The kernel's own console (its banner, crashes, C-level prints) goes to a file, not the grader's;
-    # opened before the staging folder is covered, where the grader reads it.
-    console = os.open(root / "kernel.log", os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    # opened in the staging folder, where the grader reads it, before the kernel's root is changed.
+    # Its standard output (ipykernel's banner) and its standard error (crashes, last words) go to
+    # separate files, so that the cause of a death is not buried under a banner written late.
+    console = (os.open(root / "kernel.out", os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600),
+               os.open(root / "kernel.log", os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600))
     work, connection, env = sandbox.prepare(spec, root, info)
     kernel = os.fork()
     if kernel == 0:
         os.close(status_write)
         _child(start_kernel, spec, work, connection, env, kernel_args, console)
-    os.close(console)
+    for descriptor in console:
+        os.close(descriptor)
 
     def alive() -> bool:
         nonlocal status
@@ -238,7 +242,7 @@ def first_process(spec: sandbox.SandboxSpec, root: Path, info: dict, kernel_args
 
 
 def start_kernel(spec: sandbox.SandboxSpec, work: Path, connection: Path, env: dict[str, str],
-                 kernel_args: list[str], console: int) -> None:
+                 kernel_args: list[str], console: tuple[int, int]) -> None:
     """The kernel: clean descriptors, limits and user, a clean environment, then ipykernel."""
     first = os.getppid()
     for number in (*sandbox.RELAYED_SIGNALS, signal.SIGCHLD, signal.SIGPIPE):
@@ -246,8 +250,8 @@ def start_kernel(spec: sandbox.SandboxSpec, work: Path, connection: Path, env: d
     signal.signal(signal.SIGINT, signal.default_int_handler)
     null = os.open(os.devnull, os.O_RDONLY)
     os.dup2(null, 0)
-    os.dup2(console, 1)
-    os.dup2(console, 2)
+    os.dup2(console[0], 1)
+    os.dup2(console[1], 2)
     os.closerange(3, 65536)  # the zygote's socket, the relay's pipe: nothing of the grader's stays open
     sandbox.limit_and_drop(spec)
     # The kernel ends with the first process. A namespace would end it anyway, but mode none

@@ -14,6 +14,10 @@ JUPYTER_BOOK = Path(sys.executable).with_name("jupyter-book")
 # Text that only the instructors' notebooks hold: no page of the built book may show it.
 SOLUTION_MARKERS = ("BEGIN SOLUTION", "END SOLUTION", "BEGIN HIDDEN TESTS", "MARK SCHEME", "_reference_attention")
 
+# nbgrader's example course and fixtures are inputs to the grading tests, not notebooks to run:
+# several fail on purpose (students who did not answer).
+collect_ignore = ["nbgrader_course"]
+
 # Set before any notebook kernel starts (nbval, nbclient, nbgrader inherit it).
 os.environ.setdefault("NLPBOOK_PROFILE", "quick")
 os.environ.setdefault("NLPBOOK_PROGRESS", "0")

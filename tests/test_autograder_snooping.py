@@ -7,7 +7,9 @@ hidden test, a line of the instructor's solution, or the name and notebook of a
 classmate graded in the same run (which the gradebook and that notebook hold).  It
 must find none, in every sandbox mode that isolates (``root`` and ``userns``), with the
 repository outside the temporary folder (this clone) and inside it (a copy under
-``/tmp``, as a CI clone may be).  Mode ``none`` promises no such thing: ``--sandbox
+``/tmp``, as a CI clone may be).  The kernel's root holds only the operating system, the
+Python installation and the ``nlpbook`` package, so a second clone elsewhere on the machine
+(the copy, or this clone when the copy grades) stays out of sight too.  Mode ``none`` promises no such thing: ``--sandbox
 auto`` never chooses it, and the log lists what it leaves open (test_autograder_sandbox).
 
 The secrets are searched for by content, so copies made by the grader (a staging
