@@ -325,6 +325,10 @@ def build_file_system(spec: SandboxSpec, root: Path) -> None:
         elif os.path.isdir(system):
             os.makedirs(new + system)
             _bind_read_only(system, new + system)
+    # The private folders come before the exposed paths: a repository under /tmp must stay visible.
+    for private in ("/tmp", "/var/tmp", "/dev/shm"):
+        os.makedirs(new + private, exist_ok=True)
+        _mount("tmpfs", new + private, "tmpfs", MS_NOSUID | MS_NODEV, f"mode=1777,size={spec.limits.disk_mb}m")
     for path in sorted(spec.expose, key=lambda p: len(Path(p).parts)):
         os.makedirs(new + path, exist_ok=True)
         _bind_read_only(path, new + path)
@@ -333,7 +337,6 @@ def build_file_system(spec: SandboxSpec, root: Path) -> None:
             _mount("tmpfs", new + hidden, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV, "mode=0000,size=4k")
         elif os.path.exists(new + hidden):
             _mount("/dev/null", new + hidden, None, MS_BIND)
-    os.makedirs(new + "/dev")
     for device in DEVICES:
         if os.path.exists(f"/dev/{device}"):
             Path(new, "dev", device).touch()
@@ -341,9 +344,6 @@ def build_file_system(spec: SandboxSpec, root: Path) -> None:
     for name, target in (("fd", "/proc/self/fd"), ("stdin", "/proc/self/fd/0"), ("stdout", "/proc/self/fd/1"),
                          ("stderr", "/proc/self/fd/2")):
         os.symlink(target, f"{new}/dev/{name}")
-    for private in ("/tmp", "/var/tmp", "/dev/shm"):
-        os.makedirs(new + private, exist_ok=True)
-        _mount("tmpfs", new + private, "tmpfs", MS_NOSUID | MS_NODEV, f"mode=1777,size={spec.limits.disk_mb}m")
     os.makedirs(new + "/proc")
     _mount("proc", new + "/proc", "proc", MS_NOSUID | MS_NOEXEC | MS_NODEV)
     staging = new + str(root)
