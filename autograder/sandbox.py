@@ -326,7 +326,7 @@ def build_file_system(spec: SandboxSpec, root: Path) -> None:
             os.makedirs(new + system)
             _bind_read_only(system, new + system)
     # The private folders come before the exposed paths: a repository under /tmp must stay visible.
-    for private in ("/tmp", "/var/tmp", "/dev/shm"):
+    for private in PRIVATE_DIRS:
         os.makedirs(new + private, exist_ok=True)
         _mount("tmpfs", new + private, "tmpfs", MS_NOSUID | MS_NODEV, f"mode=1777,size={spec.limits.disk_mb}m")
     for path in sorted(spec.expose, key=lambda p: len(Path(p).parts)):

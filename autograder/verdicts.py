@@ -13,6 +13,7 @@ after the checks does not cost a right one.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 from nbformat.v4 import new_output
@@ -39,8 +40,6 @@ def weaker_test_cells(notebook) -> list[str]:
     part) without :mod:`nlpbook.checks`; its result is only as trustworthy as the student's
     kernel's report of its errors.
     """
-    import re
-
     return [cell.metadata.nbgrader["grade_id"] for cell in notebook.cells
             if is_test_cell(cell) and (re.search(r"^\s*assert\b", cell.source, re.MULTILINE)
                                        or "expect_" not in cell.source)]
@@ -212,8 +211,6 @@ def reference_records(executed_notebook) -> dict[str, list[dict]]:
 
 def _failing_line(error) -> str:
     """`` (at: LINE)``: the last source line an IPython traceback points at, without its colours."""
-    import re
-
     lines = []
     for frame in error.get("traceback", []):
         plain = re.sub(r"\x1b\[[0-9;]*m", "", frame)
