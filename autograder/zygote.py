@@ -265,7 +265,11 @@ def start_kernel(spec: sandbox.SandboxSpec, work: Path, connection: Path, env: d
     os.chdir(work)
     # As `python -m ipykernel_launcher` would: the working folder first on the import path.
     sys.path.insert(0, str(work))
-    sys.argv = ["ipykernel_launcher", "-f", str(connection), *kernel_args]
+    # Without fd capture, what the kernel writes to its descriptors 1 and 2 goes straight to
+    # kernel.out and kernel.log. With it, a thread copies it there later, and a kernel that
+    # dies at once (os._exit, a segmentation fault) takes its last words with it.
+    sys.argv = ["ipykernel_launcher", "-f", str(connection), "--IPKernelApp.capture_fd_output=False",
+                *kernel_args]
     sys.dont_write_bytecode = True
     from ipykernel import kernelapp
 
