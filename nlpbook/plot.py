@@ -119,6 +119,22 @@ def plot_curves(
     return ax
 
 
+def plain_log_ticks(ax: plt.Axes, xs: Sequence[float] | None = None) -> plt.Axes:
+    """Label log-scaled axes with plain numbers ("64", "0.5") instead of powers of ten: the
+    x ticks at ``xs`` when given (the lengths or sizes measured), the y ticks at 1, 2 and 5
+    times each power of ten."""
+    from matplotlib.ticker import FormatStrFormatter, LogLocator, NullFormatter
+
+    if xs is not None:
+        ax.set_xticks(list(xs), [f"{x:g}" for x in xs])
+        ax.xaxis.set_minor_formatter(NullFormatter())
+    if ax.get_yscale() == "log":
+        ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+        ax.yaxis.set_major_formatter(FormatStrFormatter("%g"))
+        ax.yaxis.set_minor_formatter(NullFormatter())
+    return ax
+
+
 def project_2d(vectors: torch.Tensor) -> torch.Tensor:
     """The rows of ``vectors`` (N, d) projected on their first two principal components: (N, 2)."""
     centered = vectors.double() - vectors.double().mean(dim=0)

@@ -1,4 +1,8 @@
-"""Translation data: a generated task that needs no network, and a real corpus that downloads.
+"""Translation data: real verse pairs that install with pip, a generated task, and a corpus that downloads.
+
+``bible_translation`` pairs two public-domain Bible translations verse by verse (the World
+English Bible and Louis Segond's French by default), cut into subword pieces by a BPE learned
+on the training verses: chapter 3 translates with it.
 
 ``number_pairs`` builds an exact parallel corpus from ``num2words``: an English number phrase
 and its translation ("three hundred and forty-two" -> "trois cent quarante-deux").  The
@@ -22,6 +26,7 @@ from pathlib import Path
 
 import torch
 
+from nlpbook.bpe import BPE, pretokenize, train_bpe, word_counts
 from nlpbook.download import fetch
 from nlpbook.vocab import Vocabulary
 
@@ -118,6 +123,47 @@ PAD, UNK, BOS, EOS = "<pad>", "<unk>", "<bos>", "<eos>"
 SPECIALS = (PAD, UNK, BOS, EOS)
 
 
+@dataclass
+class SubwordTranslation:
+    """A parallel corpus cut into BPE pieces for the model, kept as words for scoring.
+
+    ``pieces`` and ``words`` hold the same pairs in the same order; a model reads and writes
+    pieces, and BLEU compares :func:`pieces_to_words` of its output with ``words``."""
+
+    pieces: ParallelSplits
+    words: ParallelSplits
+    source_bpe: BPE
+    target_bpe: BPE
+
+
+def bible_translation(source: str = "web", target: str = "segond", *, max_words: int = 25,
+                      merges: int = 2000) -> SubwordTranslation:
+    """Verse pairs of two Bible translations (``nlpbook.corpora.bible_pairs``: whole chapters
+    split 85/5/10, held-out verses never equal to training ones) whose sides have at most
+    ``max_words`` words, each side cut by its own BPE of ``merges`` merges learned on the
+    training verses alone.  Words are lower-cased, with punctuation as tokens of its own
+    (``nlpbook.bpe.pretokenize``)."""
+    from nlpbook.corpora import SPLITS, bible_pairs
+
+    raw = {split: bible_pairs(source, target, split=split, max_words=max_words) for split in SPLITS}
+    source_bpe = BPE(train_bpe(word_counts(a for a, _ in raw["train"]), merges))
+    target_bpe = BPE(train_bpe(word_counts(b for _, b in raw["train"]), merges))
+    words = {split: [Pair(tuple(pretokenize(a)), tuple(pretokenize(b))) for a, b in pairs]
+             for split, pairs in raw.items()}
+    pieces = {split: [Pair(_cut(source_bpe, p.source), _cut(target_bpe, p.target)) for p in pairs]
+              for split, pairs in words.items()}
+    return SubwordTranslation(ParallelSplits(**pieces), ParallelSplits(**words), source_bpe, target_bpe)
+
+
+def _cut(bpe: BPE, words: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(piece for word in words for piece in bpe.encode_word(word))
+
+
+def pieces_to_words(pieces: list[str]) -> tuple[str, ...]:
+    """BPE pieces back to words ("seign", "eur</w>" -> "seigneur"); an unfinished last word is kept."""
+    return tuple(BPE.decode(pieces).split())
+
+
 def build_vocabularies(pairs: list[Pair]):
     """Source and target vocabularies of ``pairs`` (training pairs only), specials first: pad = 0."""
     return (Vocabulary.build([p.source for p in pairs], specials=SPECIALS, unk=UNK),
@@ -137,8 +183,17 @@ def bleu(hypotheses: list, pairs: list[Pair]) -> tuple[float, float]:
 
     references = [" ".join(p.target) for p in pairs]
     joined = [" ".join(h) for h in hypotheses]
-    score = sacrebleu.corpus_bleu(joined, [references], tokenize="none").score
+    # force: the text is tokenized on purpose (the same tokens on both sides), which sacrebleu
+    # would otherwise warn about on every call
+    score = sacrebleu.corpus_bleu(joined, [references], tokenize="none", force=True).score
     return score, sum(h == r for h, r in zip(joined, references)) / len(pairs)
+
+
+def sentence_bleu(hypothesis: list[str], pair: Pair) -> float:
+    """BLEU of one hypothesis against its pair's target (smoothed, as sacrebleu does for a sentence)."""
+    import sacrebleu
+
+    return sacrebleu.sentence_bleu(" ".join(hypothesis), [" ".join(pair.target)], tokenize="none").score
 
 
 def to_tensors(pairs: list[Pair], source_vocab, target_vocab):

@@ -7,7 +7,7 @@ import pytest  # noqa: E402
 import torch  # noqa: E402
 
 from nlpbook import plot  # noqa: E402
-from nlpbook.plot import attention_heads, attention_heatmap, plot_curves  # noqa: E402
+from nlpbook.plot import attention_heads, attention_heatmap, plain_log_ticks, plot_curves  # noqa: E402
 
 
 def test_heatmap_draws_the_matrix_with_its_labels():
@@ -63,3 +63,16 @@ def test_word_map_labels_every_word_and_draws_arrows():
     assert sum(1 for t in ax.texts if t.arrow_patch is not None) == 2
     with pytest.raises(ValueError, match="3 words for 4 vectors"):
         plot.word_map(vectors, ["a", "b", "c"])
+
+
+def test_plain_log_ticks_label_log_axes_with_plain_numbers():
+    fig, ax = plt.subplots()
+    ax.plot([16, 64, 512], [2.0, 7.0, 60.0])
+    ax.set(xscale="log", yscale="log")
+    plain_log_ticks(ax, [16, 64, 512])
+    fig.canvas.draw()
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["16", "64", "512"]
+    shown = [t.get_text() for t in ax.get_yticklabels() if t.get_text()]
+    assert shown and all("10^" not in t and "times" not in t for t in shown)
+    assert {"2", "5", "10", "20", "50"} <= set(shown)
+    plt.close(fig)

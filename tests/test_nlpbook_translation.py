@@ -80,3 +80,21 @@ def test_until_eos_and_bleu():
     assert exact == 0.5
     assert score == sacrebleu.corpus_bleu([" ".join(h) for h in wrong], [[" ".join(p.target) for p in pairs]],
                                           tokenize="none").score
+
+
+def test_bible_translation_cuts_each_side_with_its_own_bpe_and_keeps_the_words():
+    from nlpbook.translation import bible_translation, pieces_to_words
+
+    corpus = bible_translation(max_words=12, merges=300)
+    for split in ("train", "valid", "test"):
+        pieces, words = getattr(corpus.pieces, split), getattr(corpus.words, split)
+        assert len(pieces) == len(words) > 50
+        for cut, whole in zip(pieces[:200], words[:200]):  # pieces glue back into the very words
+            assert pieces_to_words(list(cut.source)) == whole.source
+            assert pieces_to_words(list(cut.target)) == whole.target
+    assert corpus.words.train[0].source == ("in", "the", "beginning", "god", "created", "the", "heavens", "and",
+                                            "the", "earth", ".")
+    # BPE is learned on the training verses only, and each language gets its own.
+    assert corpus.source_bpe.merges != corpus.target_bpe.merges
+    assert len(corpus.source_bpe.merges) == len(corpus.target_bpe.merges) == 300
+    assert pieces_to_words(["seign", "eur</w>", "di"]) == ("seigneur", "di")
