@@ -47,6 +47,19 @@ def random_windows(ids: torch.Tensor, batch_size: int, length: int, generator: t
     return torch.stack([ids[o:o + length + 1] for o in offsets.tolist()])  # (B, T + 1)
 
 
+def sequential_batches(ids: torch.Tensor, batch_size: int, length: int):
+    """One pass over ``ids`` cut into ``batch_size`` contiguous streams, read ``length`` ids at a
+    time: windows (B, T + 1) in which row b of each window continues row b of the one before
+    (each window's last id is the next one's first input), so that a model may carry its state
+    from one window to the next.  The ids that do not fill the streams evenly are left out."""
+    per_stream = len(ids) // batch_size
+    if per_stream < length + 1:
+        raise ValueError(f"{len(ids)} ids make streams of {per_stream}, too short for windows of {length + 1}")
+    streams = ids[: batch_size * per_stream].view(batch_size, per_stream)  # (B, N / B)
+    for start in range(0, per_stream - length, length):
+        yield streams[:, start:start + length + 1]                           # (B, T + 1)
+
+
 class CharRNN(nn.Module):
     """Embedding, a one-layer tanh RNN (or LSTM with ``cell="lstm"``), and a linear map to the characters."""
 

@@ -4,7 +4,7 @@ import pytest
 import torch
 import torch.nn as nn
 
-from nlpbook.charlm import CharRNN, char_data, next_char_loss, perplexity, random_windows
+from nlpbook.charlm import CharRNN, char_data, next_char_loss, perplexity, random_windows, sequential_batches
 
 
 def test_char_data_holds_out_whole_stories():
@@ -65,3 +65,18 @@ def test_chunked_perplexity_in_batches_equals_reading_the_chunks_one_by_one(leng
         count += window.shape[1] - 1
     assert count == length - 1
     assert perplexity(model, ids, chunk=chunk, batch_size=batch_size) == pytest.approx(math.exp(total / count), rel=1e-6)
+
+
+def test_sequential_batches_continue_each_stream_from_one_window_to_the_next():
+    ids = torch.arange(103)
+    windows = list(sequential_batches(ids, batch_size=4, length=5))
+    assert all(w.shape == (4, 6) for w in windows) and len(windows) == 4   # streams of 25 ids
+    streams = ids[:100].view(4, 25)
+    for row in range(4):
+        # the inputs of all windows, one after the other, are the stream without its tail
+        inputs = torch.cat([w[row, :-1] for w in windows])
+        assert torch.equal(inputs, streams[row, :20])
+        for before, after in zip(windows, windows[1:]):
+            assert before[row, -1] == after[row, 0]      # the last target is the next first input
+    with pytest.raises(ValueError, match="too short"):
+        list(sequential_batches(torch.arange(20), batch_size=4, length=5))
