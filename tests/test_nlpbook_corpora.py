@@ -65,6 +65,26 @@ def test_polarity_sentences_are_200_labelled_reviews_half_positive():
     assert all(text and text == text.strip() for text in texts)
 
 
+def test_rotten_tomatoes_are_the_12752_distinct_review_snippets_without_plot_summaries():
+    reviews = corpora.rotten_tomatoes()
+    assert len(reviews) == 12_752 and sum(r.fresh for r in reviews) == 7_368
+    assert reviews[0] == corpora.Review("A three-hour cinema master class.", 1, "a_grin_without_a_cat")
+    assert len({r.text for r in reviews}) == len(reviews)
+    assert all(r.text == " ".join(r.text.split()) and r.fresh in (0, 1) for r in reviews)
+
+
+def test_rotten_tomatoes_split_by_film_partitions_the_reviews_about_80_10_10():
+    splits = {split: corpora.rotten_tomatoes(split) for split in corpora.SPLITS}
+    assert sum(map(len, splits.values())) == len(corpora.rotten_tomatoes())
+    films = {split: {r.movie for r in reviews} for split, reviews in splits.items()}
+    assert not films["train"] & films["test"] and not films["train"] & films["valid"]
+    assert not films["valid"] & films["test"]
+    assert len(splits["test"]) / 12_752 == pytest.approx(0.10, abs=0.02)
+    assert len(splits["valid"]) / 12_752 == pytest.approx(0.10, abs=0.03)
+    with pytest.raises(ValueError, match="unknown split 'dev'"):
+        corpora.rotten_tomatoes("dev")
+
+
 def test_the_bible_has_31102_verses_in_canonical_order_in_every_public_domain_translation():
     for name in ("web", "kjv", "segond"):
         verses = corpora.bible_verses(name)
