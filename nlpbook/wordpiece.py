@@ -141,12 +141,16 @@ class WordPieceTokenizer:
         segments = [0] * (len(first) + 2) + [1] * (len(ids) - len(first) - 2)
         return ids, segments
 
-    def batch(self, texts: list[str], max_length: int = 128):
-        """Padded tensors for a list of sentences: ``input_ids``, ``token_type_ids`` and
-        ``attention_mask`` (1 for a real token, 0 for padding), each (B, T)."""
+    def batch(self, texts: list[str], pairs: list[str] | None = None, max_length: int = 128):
+        """Padded tensors for a list of sentences (or of sentence pairs, ``texts[i]`` with
+        ``pairs[i]``): ``input_ids``, ``token_type_ids`` and ``attention_mask`` (1 for a real
+        token, 0 for padding), each (B, T)."""
         import torch
 
-        encoded = [self.encode(text, max_length=max_length) for text in texts]
+        if pairs is not None and len(pairs) != len(texts):
+            raise ValueError(f"{len(texts)} texts but {len(pairs)} pairs")
+        seconds = pairs if pairs is not None else [None] * len(texts)
+        encoded = [self.encode(text, pair, max_length=max_length) for text, pair in zip(texts, seconds)]
         width = max(len(ids) for ids, _ in encoded)
         pad = self.vocab["[PAD]"]
         input_ids = torch.full((len(texts), width), pad, dtype=torch.long)

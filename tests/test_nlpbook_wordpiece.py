@@ -60,6 +60,12 @@ def test_encode_and_batch_match_transformers_with_pairs_and_truncation(tokenizer
     batch, theirs = tokenizer.batch(texts), reference(texts, padding=True, return_tensors="pt")
     for name in ("input_ids", "token_type_ids", "attention_mask"):
         assert batch[name].equal(theirs[name]), name
+    pairs = ["And a second sentence for the first.", "Two."]
+    batch, theirs = tokenizer.batch(texts, pairs), reference(texts, pairs, padding=True, return_tensors="pt")
+    for name in ("input_ids", "token_type_ids", "attention_mask"):
+        assert batch[name].equal(theirs[name]), name
+    with pytest.raises(ValueError, match="2 texts but 1 pairs"):
+        tokenizer.batch(texts, pairs[:1])
 
 
 def test_decode_glues_continuation_pieces(tokenizer):
