@@ -140,3 +140,44 @@ def test_the_preface_has_the_measured_table_for_every_chapter():
     rows = [line for line in text.splitlines() if line.startswith("| ")]
     for chapter in sorted(path.name for path in (REPO / "book").glob("0*-*")):
         assert any(chapter in row for row in rows), f"no row for {chapter}"
+
+
+# A page trains a model when its code builds an optimizer or runs a training loop.
+TRAINS = re.compile(r"torch\.optim\.|nlpbook\.train\(|Word2Vec\(")
+# Pages that train but have nothing a GPU would scale, with the reason.
+NOTHING_TO_SCALE = {
+    "book/07-adam/momentum-rmsprop": "its optimizers descend two-variable functions in closed form",
+}
+
+
+def _code_of(page: Path) -> str:
+    """The code cells of a MyST Markdown page, joined."""
+    return "\n".join(re.findall(r"^```\{code-cell\}[^\n]*\n(.*?)^```", page.read_text(),
+                                flags=re.S | re.M))
+
+
+def _choose_calls(code: str) -> list[str]:
+    """The argument text of every nlpbook.choose(...) call, parentheses balanced."""
+    calls = []
+    for match in re.finditer(r"nlpbook\.choose\(", code):
+        depth, end = 1, match.end()
+        while depth:
+            depth += {"(": 1, ")": -1}.get(code[end], 0)
+            end += 1
+        calls.append(code[match.end():end - 1])
+    return calls
+
+
+def test_every_page_that_trains_sets_the_full_profile():
+    """The full (GPU) profile must be a choice a page makes, not standard by default."""
+    trains, missing = [], []
+    for name in toc_files():
+        page = REPO / f"{name}.md"
+        code = _code_of(page) if page.exists() else ""
+        if not TRAINS.search(code) or name in NOTHING_TO_SCALE:
+            continue
+        trains.append(name)
+        if not any(re.search(r"\bfull\s*=", call) for call in _choose_calls(code)):
+            missing.append(name)
+    assert len(trains) >= 15, trains  # the detector still sees the training pages
+    assert not missing, f"pages that train without a full= setting: {missing}"
