@@ -183,6 +183,24 @@ def mean_pool(hidden: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tenso
     return (hidden * weights).sum(1) / weights.sum(1).clamp(min=1e-9)
 
 
+@torch.no_grad()
+def sentence_vectors(model: nn.Module, tokenizer: WordPieceTokenizer, texts: list[str],
+                     batch_size: int = 64) -> torch.Tensor:
+    """The sentence vectors of ``texts`` (the mean of the last layer over each text's real
+    tokens, as all-MiniLM-L6-v2 was trained to give): (N, D) on the CPU, in the order of
+    ``texts``.  The texts are batched by length, so little of the work is spent on padding."""
+    model.eval()
+    device = next(model.parameters()).device
+    by_length = sorted(range(len(texts)), key=lambda k: len(texts[k]))
+    out = torch.empty(len(texts), model.config.hidden_size)
+    for start in range(0, len(texts), batch_size):
+        chunk = by_length[start:start + batch_size]
+        batch = {k: v.to(device) for k, v in tokenizer.batch([texts[k] for k in chunk]).items()}
+        hidden = model(**batch)["last_hidden_state"]  # (B, T, D)
+        out[torch.tensor(chunk)] = mean_pool(hidden, batch["attention_mask"]).cpu()
+    return out
+
+
 # Hugging Face's names (nested modules) -> this module's (minBERT's flat layer).
 LAYER_NAMES = {
     "attention.self.query": "self_attention.query", "attention.self.key": "self_attention.key",

@@ -110,3 +110,15 @@ def test_config_from_json_refuses_other_activations(tmp_path):
     path.write_text('{"hidden_act": "relu", "hidden_size": 8}')
     with pytest.raises(ValueError, match="config.json"):
         bert.BertConfig.from_json(path)
+
+
+def test_sentence_vectors_are_each_texts_own_mean_in_the_given_order():
+    torch.manual_seed(0)
+    tokenizer = bert.minilm_tokenizer()
+    model = bert.BertModel(bert.BertConfig(**{**TINY, "vocab_size": len(tokenizer.vocab)})).eval()
+    texts = ["a much longer sentence than the others, with a comma", "short", "two words", "x y z"]
+    vectors = bert.sentence_vectors(model, tokenizer, texts, batch_size=3)
+    for row, text in enumerate(texts):  # alone: no padding at all
+        batch = tokenizer.batch([text])
+        alone = model(**batch)["last_hidden_state"].mean(1)[0]
+        assert torch.allclose(vectors[row], alone, atol=1e-5), text

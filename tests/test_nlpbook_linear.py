@@ -1,0 +1,35 @@
+"""nlpbook.linear.fit_logistic: separable data, the penalty, sparse features."""
+import torch
+
+from nlpbook.linear import fit_logistic
+
+
+def blobs(n=200, seed=0):
+    """Two classes apart along the first of five features."""
+    g = torch.Generator().manual_seed(seed)
+    y = torch.arange(n) % 2
+    x = torch.randn(n, 5, generator=g)
+    x[:, 0] += 3.0 * (2 * y - 1)
+    return x, y
+
+
+def test_separable_classes_are_learned_and_held_out_points_classified():
+    x, y = blobs()
+    model = fit_logistic(x, y, penalty=1e-4)
+    held_out, truth = blobs(seed=1)
+    assert (model.predict(x) == y).float().mean() > 0.97
+    assert (model.predict(held_out) == truth).float().mean() > 0.97
+    assert model.weight[:, 0].abs().sum() > 3 * model.weight[:, 1:].abs().max()
+
+
+def test_a_larger_penalty_gives_smaller_weights():
+    x, y = blobs()
+    assert fit_logistic(x, y, 1.0).weight.norm() < 0.5 * fit_logistic(x, y, 1e-4).weight.norm()
+
+
+def test_sparse_features_give_the_dense_result():
+    x, y = blobs()
+    x = (x > 0.5).float()
+    dense, sparse = fit_logistic(x, y, 1e-3, seed=3), fit_logistic(x.to_sparse(), y, 1e-3, seed=3)
+    assert torch.allclose(dense.weight, sparse.weight, atol=1e-5)
+    assert torch.equal(dense.predict(x), sparse.predict(x.to_sparse()))
