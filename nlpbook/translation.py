@@ -21,7 +21,8 @@ from __future__ import annotations
 import random
 import re
 import tarfile
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
@@ -207,3 +208,125 @@ def to_tensors(pairs: list[Pair], source_vocab, target_vocab):
         source[i, :len(s)] = torch.tensor(s)
         target[i, :len(t)] = torch.tensor(t)
     return source, lengths, target
+
+
+# Training and decoding for any translator with the interface of ``nlpbook.seq2seq.Seq2Seq``
+# and ``nlpbook.transformer.EncoderDecoder``: ``model(source, lengths, target_in)`` gives
+# teacher-forced logits (B, T, V).  Chapter 5's two pages compare both kinds with them.
+
+
+def _trimmed(tensors, rows):
+    """The rows' source, lengths and target, cut to their longest source and target."""
+    source, lengths, target = tensors
+    longest_source = int(lengths[rows].max())
+    longest_target = int((target[rows] != 0).sum(1).max())
+    return source[rows, :longest_source], lengths[rows], target[rows, :longest_target]
+
+
+def teacher_forced_loss(model, source, lengths, target) -> torch.Tensor:
+    """Mean cross-entropy of every next target token, padding ignored; ``target`` starts with BOS."""
+    device = next(model.parameters()).device
+    source, target = source.to(device), target.to(device)
+    logits = model(source, lengths, target[:, :-1])                        # (B, T - 1, V)
+    return torch.nn.functional.cross_entropy(logits.flatten(0, 1), target[:, 1:].flatten(),
+                                             ignore_index=0)
+
+
+@torch.no_grad()
+def validation_loss(model, tensors, batch_size: int = 256) -> float:
+    """Cross-entropy per target token (nats) over all pairs of ``tensors`` (from ``to_tensors``),
+    the same whatever the batch size: every batch's mean is weighted by its token count."""
+    was_training = model.training
+    model.eval()
+    total, tokens = 0.0, 0
+    for start in range(0, len(tensors[0]), batch_size):
+        source, lengths, target = _trimmed(tensors, torch.arange(start, min(start + batch_size,
+                                                                             len(tensors[0]))))
+        count = int((target[:, 1:] != 0).sum())
+        total += teacher_forced_loss(model, source, lengths, target).item() * count
+        tokens += count
+    model.train(was_training)
+    return total / tokens
+
+
+@dataclass
+class TrainingRun:
+    """What :func:`train_translator` measured: the training loss per step, the seconds each
+    step took, and (steps so far, seconds so far, validation loss) at every checkpoint."""
+
+    losses: list[float] = field(default_factory=list)
+    step_seconds: list[float] = field(default_factory=list)
+    checkpoints: list[tuple[int, float, float]] = field(default_factory=list)
+    seconds: float = 0.0  # the sum of step_seconds, kept as it grows
+
+
+def train_translator(model, tensors, *, seed: int, lr: float, warmup: int = 0,
+                     steps: int | None = None, seconds: float | None = None,
+                     batch_size: int = 64, valid=None, every: float | None = None,
+                     every_steps: int | None = None, betas=(0.9, 0.98)) -> TrainingRun:
+    """Train with teacher forcing: Adam, gradient norm clipped at 1, the learning rate rising
+    linearly over ``warmup`` steps, batches of random pairs trimmed to their longest member.
+
+    Stops after ``steps`` steps or ``seconds`` seconds of training, whichever comes first
+    (at least one must be given).  With ``valid`` tensors, the validation loss is measured every
+    ``every`` seconds of training or every ``every_steps`` steps; its time is not counted."""
+    if steps is None and seconds is None:
+        raise ValueError("give steps, seconds or both: the training needs a budget")
+    torch.manual_seed(seed)
+    model.train()
+    optimizer = torch.optim.Adam(model.parameters(), lr=lr, betas=betas)
+    schedule = torch.optim.lr_scheduler.LambdaLR(
+        optimizer, lambda step: min(1.0, (step + 1) / warmup) if warmup else 1.0)
+    generator = torch.Generator().manual_seed(seed)
+    run = TrainingRun()
+    while (steps is None or len(run.losses) < steps) and (seconds is None or run.seconds < seconds):
+        start = time.perf_counter()
+        rows = torch.randint(0, len(tensors[0]), (batch_size,), generator=generator)
+        loss = teacher_forced_loss(model, *_trimmed(tensors, rows))
+        optimizer.zero_grad()
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        schedule.step()
+        run.step_seconds.append(time.perf_counter() - start)
+        run.seconds += run.step_seconds[-1]
+        run.losses.append(loss.item())
+        # a check when the training time crosses a multiple of ``every``, or the step count
+        # one of ``every_steps`` (one check, however many multiples a slow step crossed)
+        crossed = every and run.seconds // every > (run.seconds - run.step_seconds[-1]) // every
+        due = crossed or (every_steps and len(run.losses) % every_steps == 0)
+        if valid is not None and due:
+            run.checkpoints.append((len(run.losses), run.seconds, validation_loss(model, valid)))
+    return run
+
+
+@torch.no_grad()
+def greedy_translate(model, pairs: list[Pair], source_vocab, target_vocab,
+                     max_length: int = 60) -> list[tuple[str, ...]]:
+    """The greedy output of ``model`` for every pair's source, decoded as one batch until every
+    row has written ``<eos>`` or ``max_length`` tokens, as token tuples (pieces, not words).
+
+    A model with ``decode_step`` (the LSTM) carries its state from step to step; one with
+    ``decode`` (the Transformer) re-reads the whole prefix at every step."""
+    was_training = model.training
+    model.eval()
+    device = next(model.parameters()).device
+    source, lengths, _ = to_tensors(pairs, source_vocab, target_vocab)
+    source = source.to(device)
+    eos = target_vocab.index(EOS)
+    tokens = torch.full((len(pairs), 1), target_vocab.index(BOS), device=device)   # (B, 1)
+    finished = torch.zeros(len(pairs), dtype=torch.bool, device=device)
+    stateful = hasattr(model, "decode_step")
+    memory = model.encode(source, lengths)
+    for _ in range(max_length):
+        if stateful:
+            log_probs, memory, _ = model.decode_step(tokens[:, -1], memory)       # (B, V)
+        else:
+            log_probs = model.decode(tokens, *memory)[:, -1]                      # (B, V)
+        best = log_probs.argmax(-1, keepdim=True)                                 # (B, 1)
+        tokens = torch.cat([tokens, best], dim=1)
+        finished |= best[:, 0] == eos
+        if finished.all():
+            break
+    model.train(was_training)
+    return [tuple(until_eos(row[1:], target_vocab)) for row in tokens.tolist()]

@@ -98,3 +98,95 @@ def test_bible_translation_cuts_each_side_with_its_own_bpe_and_keeps_the_words()
     assert corpus.source_bpe.merges != corpus.target_bpe.merges
     assert len(corpus.source_bpe.merges) == len(corpus.target_bpe.merges) == 300
     assert pieces_to_words(["seign", "eur</w>", "di"]) == ("seigneur", "di")
+
+
+# Training and decoding helpers, on a tiny copy task with both kinds of translator.
+
+def _copy_task(count=40, seed=0):
+    import random
+
+    rng = random.Random(seed)
+    words = "abcdefgh"
+    pairs = []
+    for _ in range(count):
+        sentence = tuple(rng.choice(words) for _ in range(rng.randint(1, 6)))
+        pairs.append(Pair(sentence, sentence))
+    source_vocab, target_vocab = build_vocabularies(pairs)
+    return pairs, source_vocab, target_vocab
+
+
+def _translators(source_vocab, target_vocab):
+    import torch
+
+    from nlpbook.seq2seq import Seq2Seq
+    from nlpbook.transformer import EncoderDecoder
+
+    torch.manual_seed(0)
+    return [Seq2Seq(len(source_vocab), len(target_vocab), embed=8, hidden=16, attention=True),
+            EncoderDecoder(len(source_vocab), len(target_vocab), width=16, heads=2,
+                           encoder_layers=1, decoder_layers=1, dropout=0.0)]
+
+
+def test_validation_loss_is_the_token_weighted_mean_whatever_the_batch_size():
+    import torch
+    import torch.nn.functional as F
+
+    from nlpbook.translation import to_tensors, validation_loss
+
+    pairs, source_vocab, target_vocab = _copy_task()
+    for model in _translators(source_vocab, target_vocab):
+        total, tokens = 0.0, 0
+        with torch.no_grad():
+            for pair in pairs:                      # one unpadded pair at a time
+                source, lengths, target = to_tensors([pair], source_vocab, target_vocab)
+                logits = model(source, lengths, target[:, :-1])[0]               # (T, V)
+                total += F.cross_entropy(logits, target[0, 1:], reduction="sum").item()
+                tokens += target.shape[1] - 1
+        tensors = to_tensors(pairs, source_vocab, target_vocab)
+        for batch_size in (1, 7, 256):
+            assert validation_loss(model, tensors, batch_size) == pytest.approx(total / tokens,
+                                                                                rel=1e-5)
+
+
+def test_greedy_translate_matches_teacher_forced_argmax_one_token_at_a_time():
+    import torch
+
+    from nlpbook.translation import BOS, greedy_translate, to_tensors
+
+    pairs, source_vocab, target_vocab = _copy_task(count=6)
+    for model in _translators(source_vocab, target_vocab):
+        model.eval()
+        batched = greedy_translate(model, pairs, source_vocab, target_vocab, max_length=8)
+        for pair, output in zip(pairs, batched):
+            source, lengths, _ = to_tensors([pair], source_vocab, target_vocab)
+            prefix = [target_vocab.index(BOS)]
+            with torch.no_grad():
+                for _ in range(8):                  # the full forward pass on the prefix
+                    logits = model(source, lengths, torch.tensor([prefix]))[0, -1]
+                    prefix.append(int(logits.argmax()))
+                    if prefix[-1] == target_vocab.index(EOS):
+                        break
+            assert output == tuple(until_eos(prefix[1:], target_vocab))
+
+
+def test_train_translator_learns_the_copy_task_within_its_budget():
+    from nlpbook.translation import greedy_translate, to_tensors, train_translator, validation_loss
+
+    pairs, source_vocab, target_vocab = _copy_task(count=64)
+    tensors = to_tensors(pairs, source_vocab, target_vocab)
+    for model in _translators(source_vocab, target_vocab):
+        before = validation_loss(model, tensors)
+        run = train_translator(model, tensors, seed=0, lr=1e-2, warmup=10, steps=300,
+                               batch_size=16, valid=tensors, every=1e-9)
+        assert len(run.losses) == len(run.step_seconds) == 300
+        assert len(run.checkpoints) == 300 and run.checkpoints[-1][:2] == (300, run.seconds)
+        assert run.checkpoints[-1][2] < before / 5
+        stepped = train_translator(model, tensors, seed=0, lr=1e-3, steps=10, batch_size=16,
+                                   valid=tensors, every_steps=4)
+        assert [step for step, _, _ in stepped.checkpoints] == [4, 8]
+        outputs = greedy_translate(model, pairs, source_vocab, target_vocab, max_length=10)
+        assert sum(o == p.target for o, p in zip(outputs, pairs)) >= len(pairs) // 2
+        timed = train_translator(model, tensors, seed=0, lr=1e-3, seconds=0.2)
+        assert timed.seconds >= 0.2 and timed.seconds - timed.step_seconds[-1] < 0.2
+    with pytest.raises(ValueError, match="budget"):
+        train_translator(model, tensors, seed=0, lr=1e-3)
