@@ -41,6 +41,14 @@ def test_pages_have_no_tracebacks_or_unresolved_numbers(site):
         assert "{glue" not in text, name
 
 
+def test_pages_show_no_stray_object_reprs(site):
+    """A cell whose last line returns an object (``seed_everything``'s generator, a figure
+    handle) prints its repr under the code, e.g. ``<torch._C.Generator at 0x7f...>``."""
+    stray = re.compile(r"<[\w.]+ (object )?at 0x[0-9a-f]+>")
+    found = {name: stray.findall(_text(site / f"{name}.html")) for name in toc_files()}
+    assert not {name: reprs for name, reprs in found.items() if reprs}
+
+
 def test_mathjax_is_served_from_the_build(site):
     assert (site / "_static" / "mathjax" / "tex-chtml.js").is_file()
     assert (site / "_static" / "mathjax" / "output" / "chtml" / "fonts" / "woff-v2" / "MathJax_Main-Regular.woff").is_file()
