@@ -1,0 +1,37 @@
+"""How a result over several seeds is written in a page's table or sentence.
+
+Every training result in the book comes with the range a reader should expect.  Two styles:
+``mean_range`` gives the mean and the lowest and highest run, ``mean_std`` the mean and the
+sample standard deviation of the runs (divided by n - 1, as ``torch.std`` gives it).  With one run there is no spread to give, and
+both write the value alone.
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+
+def _runs(values: Sequence[float]) -> np.ndarray:
+    values = np.asarray(values, dtype=float)
+    if values.size == 0:
+        raise ValueError("no runs to summarize: the list of values is empty")
+    return values
+
+
+def mean_range(values: Sequence[float], digits: int = 1) -> str:
+    """``"9.6 (9.0 to 10.1)"``: the mean, then the lowest and highest value."""
+    values = _runs(values)
+    text = f"{values.mean():.{digits}f}"
+    if len(values) > 1:
+        text += f" ({values.min():.{digits}f} to {values.max():.{digits}f})"
+    return text
+
+
+def mean_std(values: Sequence[float], digits: int = 3) -> str:
+    """``"0.481 ± 0.012"``: the mean and the sample standard deviation (n - 1)."""
+    values = _runs(values)
+    text = f"{values.mean():.{digits}f}"
+    if len(values) > 1:
+        text += f" ± {values.std(ddof=1):.{digits}f}"
+    return text
