@@ -21,7 +21,7 @@ from nbgrader import utils
 from nbgrader.preprocessors import NbGraderPreprocessor
 from traitlets import Unicode
 
-from nlpbook.checks import CHECK_MIME, compare_close, decode
+from nlpbook.checks import CHECK_MIME, compare_close, decode, decode_state, score_state, score_verdict
 
 HIDDEN_MARKER = "### BEGIN HIDDEN TESTS"
 HIDDEN_PASSED = "Hidden tests passed."
@@ -65,6 +65,8 @@ def _judge_one(reference: dict, student) -> str | None:
     hint = reference.get("hint") or ""
     if not isinstance(student, dict) or student.get("kind") != kind:
         return f"{name}: the test stopped or ran differently here (an error in your code before this check?)"
+    if kind == "score":
+        return _judge_score(reference, student)
     try:
         actual = decode(student.get("actual"))
     except (ValueError, TypeError) as error:
@@ -90,6 +92,18 @@ def _judge_one(reference: dict, student) -> str | None:
     else:  # "true": the name is the message
         message = name
     return f"{message}: {hint}" if hint and kind in ("shape", "finite") else message
+
+
+def _judge_score(reference: dict, student: dict) -> str | None:
+    """A trained model's verdict: its weights scored here, by the scorer and options the reference
+    names (never the student's record's), against the reference's score."""
+    name, scorer = reference["name"], reference["scorer"]
+    try:
+        score = score_state(scorer, decode_state(student.get("actual")), reference["options"])
+    except Exception as error:  # malformed weights, wrong shapes: the student's model, not the grader
+        return f"{name}: your trained model could not be scored ({type(error).__name__}: {error})"
+    return score_verdict(scorer, score, float(decode(reference["expected"])), reference["margin"], name,
+                         reference.get("hint") or "")
 
 
 def judge(reference: list[dict], student: list) -> str | None:

@@ -2,7 +2,9 @@
 
 Chapter 2 trains an RNN on it against n-grams; chapter 7 compares optimizers on it and trains a small
 Transformer on it.  The data are the Lee news stories (``nlpbook.corpora``),
-lower-cased, one story per line, with the first ``valid_stories`` held out.
+lower-cased, one story per line, with the first ``valid_stories`` held out.  Chapter 2's exercise
+trains on a larger text, the World English Bible (``bible_char_data``), and is scored here
+(``scored_perplexity``), in the grader's process.
 """
 from __future__ import annotations
 
@@ -14,7 +16,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from nlpbook.corpora import lee_stories
+from nlpbook.corpora import bible_text, lee_stories
 from nlpbook.vocab import Vocabulary
 
 
@@ -34,6 +36,17 @@ def char_data(valid_stories: int = 30) -> CharData:
     if not 0 < valid_stories < len(stories):
         raise ValueError(f"valid_stories must be between 1 and {len(stories) - 1}, got {valid_stories}")
     train_text, valid_text = "\n".join(stories[valid_stories:]), "\n".join(stories[:valid_stories])
+    chars = Vocabulary.build([train_text + valid_text])
+    return CharData(chars, torch.tensor(chars.encode(train_text)), torch.tensor(chars.encode(valid_text)))
+
+
+@lru_cache(maxsize=None)
+def bible_char_data(translation: str = "web") -> CharData:
+    """One Bible translation as lower-cased characters: the training chapters for training, the
+    validation chapters for validation (``nlpbook.corpora.bible_split``, whole chapters, so no
+    verse's neighbour sits on the other side).  The World English Bible gives 3.4M training
+    characters and 209k validation characters."""
+    train_text, valid_text = (bible_text(translation, split).lower() for split in ("train", "valid"))
     chars = Vocabulary.build([train_text + valid_text])
     return CharData(chars, torch.tensor(chars.encode(train_text)), torch.tensor(chars.encode(valid_text)))
 
@@ -109,3 +122,26 @@ def perplexity(model: nn.Module, ids: torch.Tensor, chunk: int | None = None, ba
         count += last.shape[1] - 1
     model.train(was_training)
     return math.exp(total / count)
+
+
+def scored_perplexity(state: dict[str, torch.Tensor], *, characters: int, chunk: int) -> float:
+    """The validation perplexity of a trained ``CharRNN`` (cell ``rnn``) given by its state dict,
+    on the first ``characters`` characters of ``bible_char_data``'s validation text, read in
+    chunks of ``chunk``.
+
+    The grader calls this in its own process on the weights a student's training produced
+    (``nlpbook.checks.expect_score``), so the score does not depend on any code the student's
+    kernel ran.  The sizes come from the weights' shapes; a state of another form raises
+    ``ValueError``."""
+    expected = {"embed.weight", "rnn.weight_ih_l0", "rnn.weight_hh_l0", "rnn.bias_ih_l0", "rnn.bias_hh_l0",
+                "out.weight", "out.bias"}
+    if set(state) != expected:
+        raise ValueError(f"the weights should be a CharRNN's {sorted(expected)}, got {sorted(state)}")
+    vocab_size, embed = state["embed.weight"].shape
+    hidden = state["rnn.weight_hh_l0"].shape[0]
+    if vocab_size != len(bible_char_data().chars):
+        raise ValueError(f"the model has {vocab_size} characters; the text has {len(bible_char_data().chars)}")
+    model = CharRNN(vocab_size, embed, hidden)
+    model.load_state_dict({name: value.float() for name, value in state.items()})  # shapes checked here
+    return perplexity(model, bible_char_data().valid_ids[:characters], chunk=chunk)
+

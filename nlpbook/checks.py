@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import base64
 import functools
+import importlib
 import inspect
 import os
 import sys
@@ -83,6 +84,26 @@ def expect_close(actual, expected, name: str, *, atol: float = 1e-5, rtol: float
         compare_close(actual, expected, name, atol=atol, rtol=rtol, hint=hint)
 
 
+def expect_score(state: dict, scorer: str, name: str, *, margin: float, options: dict | None = None,
+                 hint: str = "") -> float | None:
+    """A trained model must score within ``margin`` of the instructor's solution trained the same way.
+
+    ``state`` is the trained model's state dict; ``scorer`` names one of :data:`SCORERS`, a
+    function of ``nlpbook`` that scores such weights on held-out data (called with
+    ``options``).  While a notebook is graded the weights leave the kernel and the grader
+    scores them in its own process, so no code of the student's decides the figure; the
+    target is the instructor's solution's score, recorded when the reference ran, give or
+    take ``margin`` in the worse direction.  Returns the score, computed here except in a
+    student's graded kernel (where it is not needed).
+    """
+    options = dict(options or {})
+    if scorer not in SCORERS:
+        raise ValueError(f"unknown scorer {scorer!r}; expected one of {sorted(SCORERS)}")
+    score = None if grading_role() == "student" else score_state(scorer, state, options)
+    _record("score", name, state, score, scorer=scorer, options=options, margin=margin, hint=hint)
+    return score
+
+
 def expect_true(condition, message: str) -> None:
     """A yes-or-no property (``isinstance``, a flag); ``message`` says what should hold."""
     value = _truth(condition)
@@ -104,6 +125,49 @@ def expect_raises(exception: type[BaseException], function: Callable[[], Any], m
     _record("true", message, raised, True)
     if not raised:
         raise AssertionError(message)
+
+
+# ------------------------------------------------- trained models
+
+# name -> (module, function, "lower" or "higher": which scores are better)
+SCORERS = {
+    "char_rnn_perplexity": ("nlpbook.charlm", "scored_perplexity", "lower"),
+}
+
+
+def score_state(scorer: str, state: dict, options: dict) -> float:
+    """``SCORERS[scorer]``'s score of the weights ``state``, a float (NaN for weights that hold NaN)."""
+    module, function, _ = SCORERS[scorer]
+    if not isinstance(state, dict) or not all(isinstance(v, torch.Tensor) for v in state.values()):
+        raise ValueError("the weights should be a state dict: parameter names to tensors")
+    return float(getattr(importlib.import_module(module), function)(state, **options))
+
+
+def score_verdict(scorer: str, score: float, reference: float, margin: float, name: str, hint: str = "") -> str | None:
+    """``None`` if ``score`` is within ``margin`` of ``reference`` or better, else what is wrong."""
+    lower = SCORERS[scorer][2] == "lower"
+    bound = reference + margin if lower else reference - margin
+    if (score <= bound) if lower else (score >= bound):  # False for NaN
+        return None
+    message = (f"{name} is {score:.3f}; the target is {'at most' if lower else 'at least'} {bound:.3f} "
+               f"(the instructor's solution, trained the same way, reached {reference:.3f}, and the margin "
+               f"{margin:g} covers its spread over seeds)")
+    return f"{message}: {hint}" if hint else message
+
+
+def encode_state(state) -> dict:
+    """A state dict's JSON form: its tensors encoded one by one (see :func:`encode`)."""
+    if not isinstance(state, dict):
+        return {"invalid": type(state).__name__}
+    return {"state": {str(key): encode(value, strict=True) for key, value in state.items()}}
+
+
+def decode_state(encoded) -> dict:
+    """The inverse of :func:`encode_state`; ``ValueError`` for anything malformed."""
+    if not isinstance(encoded, dict) or not isinstance(encoded.get("state"), dict):
+        raise ValueError("not a state dict" + (f" (a {encoded['invalid']})" if isinstance(encoded, dict)
+                                               and "invalid" in encoded else ""))
+    return {key: decode(value) for key, value in encoded["state"].items()}
 
 
 # ------------------------------------------------- comparisons (no records)
@@ -250,7 +314,8 @@ def _record(kind: str, name: str, actual, expected, **details) -> None:
         return
     from IPython.display import display
 
-    record = {"kind": kind, "name": name, "actual": encode(actual, strict=kind == "close")}
+    record = {"kind": kind, "name": name,
+              "actual": encode_state(actual) if kind == "score" else encode(actual, strict=kind == "close")}
     if role == "reference":
         record.update(expected=encode(expected), **details)
     display({CHECK_MIME: record}, raw=True)

@@ -177,3 +177,56 @@ def test_test_cells_that_nbgrader_rules_will_grade_are_found_in_the_source():
                                    _test_cell("assert f() == 1", [], grade_id="plain"),
                                    _test_cell("print(f())", [], grade_id="no_checks")])
     assert weaker_test_cells(notebook) == ["mixed", "plain", "no_checks"]
+
+
+# ---------------------------------------------------------------- trained models, scored here
+
+
+def _score_records(characters=2_000):
+    """A reference record for a tiny CharRNN on the Bible's characters, and that model's weights."""
+    from nlpbook.charlm import CharRNN, bible_char_data
+    from nlpbook.checks import encode_state, score_state
+
+    torch.manual_seed(0)
+    state = CharRNN(len(bible_char_data().chars), embed=4, hidden=8).state_dict()
+    options = {"characters": characters, "chunk": 64}
+    reference = {"kind": "score", "name": "validation perplexity", "actual": encode_state(state),
+                 "expected": encode(score_state("char_rnn_perplexity", state, options)),
+                 "scorer": "char_rnn_perplexity", "options": options, "margin": 0.5, "hint": "train longer"}
+    return reference, state
+
+
+def _student_state(state):
+    from nlpbook.checks import encode_state
+
+    return {"kind": "score", "name": "anything", "actual": encode_state(state)}
+
+
+def test_a_trained_model_is_scored_by_the_grader_against_the_reference_and_its_margin():
+    reference, state = _score_records()
+    assert judge([reference], [_student_state(state)]) is None
+    # Within the margin of the reference's perplexity: still a pass.
+    better = {name: value.clone() for name, value in state.items()}
+    better["out.bias"] += 0.01 * torch.arange(len(better["out.bias"])) / len(better["out.bias"])
+    assert judge([reference], [_student_state(better)]) is None
+    # A model whose scores favour the rarest characters is far worse: a failure that says by how much.
+    worse = {name: value.clone() for name, value in state.items()}
+    worse["out.bias"] = torch.arange(len(worse["out.bias"]), dtype=torch.float32)
+    message = judge([reference], [_student_state(worse)])
+    assert message.startswith("validation perplexity is ") and "the target is at most" in message
+    assert message.endswith(": train longer")
+
+
+def test_a_score_record_cannot_choose_its_scorer_or_pass_with_broken_weights():
+    reference, state = _score_records()
+    forged = _student_state(state) | {"scorer": "anything", "options": {"characters": 1}}
+    assert judge([reference], [forged]) is None  # the reference's scorer and options, not the student's
+    nan = {name: torch.full_like(value, float("nan")) for name, value in state.items()}
+    assert "the target is at most" in judge([reference], [_student_state(nan)])
+    missing = {name: value for name, value in state.items() if name != "out.bias"}
+    assert "could not be scored (ValueError" in judge([reference], [_student_state(missing)])
+    wrong_shape = state | {"rnn.weight_hh_l0": torch.zeros(3, 3)}
+    assert "could not be scored" in judge([reference], [_student_state(wrong_shape)])
+    from nlpbook.checks import encode_state
+
+    assert "not a state dict (a list)" in judge([reference], [{"kind": "score", "actual": encode_state([1.0])}])

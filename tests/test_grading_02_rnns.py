@@ -5,20 +5,21 @@ from chapter_grading import ChapterGrading
 
 
 STEP, FORWARD, BIDIRECTIONAL, CLIP, PPL = "rnn_step", "rnn_forward", "bidirectional_rnn", "clip_grad_norm", "perplexity"
+MODEL, TRAIN = "rnn_language_model", "train_language_model"
 
 
 class TestRnnsExercise(ChapterGrading):
     ASSIGNMENT, NOTEBOOK = "02-rnns", "rnns"
-    AUTO_POINTS = 12.0
+    AUTO_POINTS = 19.0
     # student id -> (the part it breaks, its score in that part, edits to the solution)
     MISTAKES = {
         "step-without-tanh": (STEP, 0.0, {STEP: [("return torch.tanh(", "return (")]}),
         "step-relu": (STEP, 0.0, {STEP: [("torch.tanh(", "torch.relu(")]}),
         "step-drops-hidden-bias": (STEP, 0.0, {STEP: [(" + bias_hh)", ")")]}),
-        "forward-reads-previous-input": (FORWARD, 0.0, {FORWARD: [("rnn_step(x[:, t], h, *weights)",
-                                                                   "rnn_step(x[:, t - 1], h, *weights)")]}),
+        "forward-reads-previous-input": (FORWARD, 0.0, {FORWARD: [("rnn_step(x[:, t], h,",
+                                                                   "rnn_step(x[:, t - 1], h,")]}),
         "forward-ignores-h0": (FORWARD, 1.0, {FORWARD: [
-            ("h = h0 if h0 is not None else torch.zeros(", "h = torch.zeros(")]}),
+            ("h = h0 if h0 is not None else x.new_zeros(", "h = x.new_zeros(")]}),
         "forward-returns-first-state": (FORWARD, 0.0, {FORWARD: [("return torch.stack(outputs, dim=1), h",
                                                                   "return torch.stack(outputs, dim=1), outputs[0]")]}),
         "forward-time-major-output": (FORWARD, 0.0, {FORWARD: [("torch.stack(outputs, dim=1)", "torch.stack(outputs, dim=0)")]}),
@@ -29,12 +30,29 @@ class TestRnnsExercise(ChapterGrading):
         "backward-uses-forward-weights": (BIDIRECTIONAL, 1.0, {BIDIRECTIONAL: [
             ("rnn_forward(x.flip(1), None, backward_weights)", "rnn_forward(x.flip(1), None, forward_weights)")]}),
         "clip-without-sqrt": (CLIP, 0.0, {CLIP: [("total = torch.sqrt(sum(", "total = (sum(")]}),
-        "clip-scales-up": (CLIP, 0.0, {CLIP: [("scale = min(1.0, max_norm / (float(total) + 1e-6))",
-                                             "scale = max_norm / (float(total) + 1e-6)")]}),
-        "clip-returns-clipped-norm": (CLIP, 0.0, {CLIP: [("return total.to(grads[0].dtype)",
-                                                        "return torch.sqrt(sum((g ** 2).sum() for g in grads))")]}),
+        "clip-scales-up": (CLIP, 0.0, {CLIP: [("scale = (max_norm / (total + 1e-6)).clamp(max=1.0)",
+                                             "scale = max_norm / (total + 1e-6)")]}),
+        "clip-returns-clipped-norm": (CLIP, 0.0, {CLIP: [("        g.mul_(scale)\n    return total",
+                                                        "        g.mul_(scale)\n    return torch.sqrt(sum((g ** 2).sum() for g in grads))")]}),
         "perplexity-counts-padding": (PPL, 0.0, {PPL: [("picked[keep].mean()", "picked.mean()")]}),
         "perplexity-without-log-softmax": (PPL, 0.0, {PPL: [("torch.log_softmax(logits, dim=-1)", "logits")]}),
         "perplexity-mean-over-sequences": (PPL, 1.0, {PPL: [("torch.exp(-picked[keep].mean())",
                                                              "torch.exp(-(picked * keep).sum(1) / keep.sum(1)).mean()")]}),
+        "model-ignores-h0": (MODEL, 0.0, {MODEL: [("rnn_forward(self.embedding(ids), h0, weights)",
+                                                   "rnn_forward(self.embedding(ids), None, weights)")]}),
+        "model-unit-normal-init": (MODEL, 1.0, {MODEL: [("torch.empty(*shape).uniform_(-bound, bound)",
+                                                         "torch.randn(*shape)")]}),
+        "model-returns-states": (MODEL, 0.0, {MODEL: [("return self.head(states), h_last", "return states, h_last")]}),
+        # Training for a target (part 7): the grader scores the trained weights itself.
+        "train-ignores-lr": (TRAIN, 0.0, {TRAIN: [("torch.optim.Adam(model.parameters(), lr=lr)",
+                                                   "torch.optim.Adam(model.parameters())")]}),
+        "train-never-clears-gradients": (TRAIN, 1.0, {TRAIN: [("        optimizer.zero_grad()\n", "")]}),
+        "train-targets-not-shifted": (TRAIN, 0.0, {TRAIN: [("window[:, 1:].flatten()", "window[:, :-1].flatten()")]}),
+    }
+    # Other correct ways to write the loop: they take another path through the same training,
+    # which the margin allows for.
+    VARIANTS = {
+        "train-summed-loss": {TRAIN: [("window[:, 1:].flatten())", "window[:, 1:].flatten(), reduction='sum')")]},
+        "train-clears-after-step": {TRAIN: [("        optimizer.zero_grad()\n", ""),
+                                            ("        optimizer.step()\n", "        optimizer.step()\n        optimizer.zero_grad()\n")]},
     }

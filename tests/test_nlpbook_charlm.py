@@ -4,7 +4,8 @@ import pytest
 import torch
 import torch.nn as nn
 
-from nlpbook.charlm import CharRNN, char_data, next_char_loss, perplexity, random_windows, sequential_batches
+from nlpbook.charlm import (CharRNN, bible_char_data, char_data, next_char_loss, perplexity, random_windows,
+                            scored_perplexity, sequential_batches)
 
 
 def test_char_data_holds_out_whole_stories():
@@ -80,3 +81,25 @@ def test_sequential_batches_continue_each_stream_from_one_window_to_the_next():
             assert before[row, -1] == after[row, 0]      # the last target is the next first input
     with pytest.raises(ValueError, match="too short"):
         list(sequential_batches(torch.arange(20), batch_size=4, length=5))
+
+
+def test_bible_char_data_holds_out_the_validation_chapters_lower_cased():
+    from nlpbook.corpora import bible_text
+
+    data = bible_char_data()
+    assert "".join(data.chars.decode(data.valid_ids[:200].tolist())) == bible_text("web", "valid").lower()[:200]
+    assert len(data.train_ids) == len(bible_text("web", "train"))
+    assert all(token == token.lower() for token in data.chars.tokens)
+
+
+def test_scored_perplexity_is_the_perplexity_of_a_char_rnn_with_those_weights():
+    data = bible_char_data()
+    torch.manual_seed(0)
+    model = CharRNN(len(data.chars), embed=4, hidden=8)
+    expected = perplexity(model, data.valid_ids[:500], chunk=100)
+    assert scored_perplexity(model.state_dict(), characters=500, chunk=100) == pytest.approx(expected)
+    with pytest.raises(ValueError, match="should be a CharRNN's"):
+        scored_perplexity({"embed.weight": torch.zeros(3, 2)}, characters=500, chunk=100)
+    with pytest.raises(ValueError, match="the model has 3 characters"):
+        other = CharRNN(3, embed=4, hidden=8).state_dict()
+        scored_perplexity(other, characters=500, chunk=100)
