@@ -35,9 +35,7 @@ def char_data(valid_stories: int = 30) -> CharData:
     stories = [story.lower() for story in lee_stories()]
     if not 0 < valid_stories < len(stories):
         raise ValueError(f"valid_stories must be between 1 and {len(stories) - 1}, got {valid_stories}")
-    train_text, valid_text = "\n".join(stories[valid_stories:]), "\n".join(stories[:valid_stories])
-    chars = Vocabulary.build([train_text + valid_text])
-    return CharData(chars, torch.tensor(chars.encode(train_text)), torch.tensor(chars.encode(valid_text)))
+    return _char_data("\n".join(stories[valid_stories:]), "\n".join(stories[:valid_stories]))
 
 
 @lru_cache(maxsize=None)
@@ -46,7 +44,11 @@ def bible_char_data(translation: str = "web") -> CharData:
     validation chapters for validation (``nlpbook.corpora.bible_split``, whole chapters, so no
     verse's neighbour sits on the other side).  The World English Bible gives 3.4M training
     characters and 209k validation characters."""
-    train_text, valid_text = (bible_text(translation, split).lower() for split in ("train", "valid"))
+    return _char_data(bible_text(translation, "train").lower(), bible_text(translation, "valid").lower())
+
+
+def _char_data(train_text: str, valid_text: str) -> CharData:
+    """The characters of both texts as one vocabulary, and each text as ids."""
     chars = Vocabulary.build([train_text + valid_text])
     return CharData(chars, torch.tensor(chars.encode(train_text)), torch.tensor(chars.encode(valid_text)))
 
@@ -137,11 +139,11 @@ def scored_perplexity(state: dict[str, torch.Tensor], *, characters: int, chunk:
                 "out.weight", "out.bias"}
     if set(state) != expected:
         raise ValueError(f"the weights should be a CharRNN's {sorted(expected)}, got {sorted(state)}")
+    data = bible_char_data()
     vocab_size, embed = state["embed.weight"].shape
     hidden = state["rnn.weight_hh_l0"].shape[0]
-    if vocab_size != len(bible_char_data().chars):
-        raise ValueError(f"the model has {vocab_size} characters; the text has {len(bible_char_data().chars)}")
+    if vocab_size != len(data.chars):
+        raise ValueError(f"the model has {vocab_size} characters; the text has {len(data.chars)}")
     model = CharRNN(vocab_size, embed, hidden)
     model.load_state_dict({name: value.float() for name, value in state.items()})  # shapes checked here
-    return perplexity(model, bible_char_data().valid_ids[:characters], chunk=chunk)
-
+    return perplexity(model, data.valid_ids[:characters], chunk=chunk)
