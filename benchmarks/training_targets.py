@@ -1,16 +1,19 @@
 """Measure the spread of an exercise's graded training over seeds, to set its margin.
 
-    python benchmarks/training_targets.py [--profile standard] [--seeds 5]
+    python benchmarks/training_targets.py 02-rnns [--profile standard] [--seeds 5]
+    python benchmarks/training_targets.py 05-transformers --study
 
-A graded training part (chapter 2's part 7) passes when the student's trained model
-scores within a margin of the instructor's solution trained the same way.  A correct
-loop written differently (another order of the calls, a sum divided by the count in
-place of a mean) follows another path through the same training, as another seed
-does, so the margin is set from the solution's spread over seeds: this script runs
-the solution's own ``train_language_model`` (read from ``solutions/``) with the hidden
-test's settings (read from its ``nlpbook.choose`` call) under several seeds, the graded
-pair of seeds first, and prints each score, their range, and the time each took.
-It prints figures; it is not a test.
+A graded training part (chapter 2's part 7, chapter 5's part 6) passes when the
+student's trained model scores within a margin of the instructor's solution trained
+the same way.  A correct solution written differently (another order of the calls, a
+sum divided by the count in place of a mean) follows another path through the same
+training, as another seed does, so the margin is set from the solution's spread over
+seeds: this script trains with the solution's own code (read from ``solutions/``) and
+the hidden test's settings (read from its ``nlpbook.choose`` call) under several seeds,
+the graded pair of seeds first, and prints each score, their range, and the time each
+took.  With ``--study`` it runs, instead, the hyperparameter study of the notebook's
+written question (its ``study`` function over ``STUDY_CHANGES``), the table behind that
+question's mark scheme.  It prints figures; it is not a test.
 """
 from __future__ import annotations
 
@@ -24,8 +27,43 @@ import torch
 
 from measure import REPO, machine_line
 
-NOTEBOOK = REPO / "solutions" / "02-rnns" / "rnns.ipynb"
-GRADED_SEEDS = (2026, 7)  # the hidden test's: torch.manual_seed for the model, the windows' generator
+GRADED_SEEDS = (2026, 7)  # the hidden tests': torch.manual_seed for the model, the windows' generator
+
+
+def train_char_rnn(namespace: dict, setting: dict, data, window_seed: int):
+    """Chapter 2: the solution's ``train_language_model`` trains the course's CharRNN."""
+    from nlpbook.charlm import CharRNN
+
+    model = CharRNN(len(data.chars), setting["embed"], setting["hidden"])
+    namespace["train_language_model"](model, data.train_ids, setting["steps"], setting["batch_size"],
+                                      setting["length"], setting["lr"], 1.0,
+                                      torch.Generator().manual_seed(window_seed))
+    return model
+
+
+def train_transformer_lm(namespace: dict, setting: dict, data, window_seed: int):
+    """Chapter 5: the solution's ``TransformerLM`` trained by the hidden test's loop, with the
+    course's encoder layer in place of the solution's, as the hidden test puts it in place of the student's."""
+    import nlpbook.transformer
+    from nlpbook.charlm import next_char_loss, random_windows
+
+    namespace["EncoderLayer"] = nlpbook.transformer.EncoderLayer
+
+    model = namespace["TransformerLM"](len(data.chars), setting["width"], setting["heads"], setting["layers"],
+                                       setting["context"])
+    generator = torch.Generator().manual_seed(window_seed)
+    windows = iter(lambda: random_windows(data.train_ids, setting["batch_size"], setting["context"], generator),
+                   None)  # endless (B, T + 1) batches
+    nlpbook.train(model, windows, next_char_loss, torch.optim.Adam(model.parameters(), lr=setting["lr"]),
+                  steps=setting["steps"], progress=False)
+    return model
+
+
+# chapter -> (solution notebook, the hidden test's grade id, how the solution trains)
+PARTS = {
+    "02-rnns": ("rnns.ipynb", "test_train_language_model_hidden", train_char_rnn),
+    "05-transformers": ("transformers.ipynb", "test_transformer_lm_training_hidden", train_transformer_lm),
+}
 
 
 def solution_namespace(notebook) -> dict:
@@ -38,44 +76,67 @@ def solution_namespace(notebook) -> dict:
     return namespace
 
 
-def hidden_setting(notebook, grade_id: str, namespace: dict) -> dict:
-    """The value of the ``_setting = nlpbook.choose(...)`` assignment in the test cell ``grade_id``,
-    under the current ``NLPBOOK_PROFILE``."""
+def hidden_setting(notebook, grade_id: str, namespace: dict) -> tuple[dict, str, dict]:
+    """What the test cell ``grade_id`` trains and scores with, under the current ``NLPBOOK_PROFILE``:
+    the value of its ``_setting = nlpbook.choose(...)``, and the scorer and the options of its
+    ``expect_score`` call."""
     cell = next(c for c in notebook.cells if c.metadata.get("nbgrader", {}).get("grade_id") == grade_id)
-    for node in ast.walk(ast.parse(cell.source)):
-        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "_setting" for t in node.targets):
-            return eval(compile(ast.Expression(node.value), grade_id, "eval"), namespace)
-    raise ValueError(f"{grade_id} has no _setting assignment")
+    nodes = list(ast.walk(ast.parse(cell.source)))
+    value = lambda node: eval(compile(ast.Expression(node), grade_id, "eval"), namespace)  # noqa: E731
+    setting = next((value(node.value) for node in nodes if isinstance(node, ast.Assign)
+                    and any(getattr(target, "id", None) == "_setting" for target in node.targets)), None)
+    call = next((node for node in nodes if isinstance(node, ast.Call)
+                 and getattr(node.func, "id", None) == "expect_score"), None)
+    if setting is None or call is None:
+        raise ValueError(f"{grade_id} has no _setting assignment or no expect_score call")
+    namespace["_setting"] = setting
+    options = next(value(keyword.value) for keyword in call.keywords if keyword.arg == "options")
+    return setting, value(call.args[1]), options
+
+
+def run_study(notebook, namespace: dict, profile: str) -> None:
+    """The notebook's ``hyperparameter_study`` cell (without its own demonstration run), then
+    ``study()`` and each of ``STUDY_CHANGES``: one line per run."""
+    cell = next((c for c in notebook.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "hyperparameter_study"),
+                None)
+    if cell is None:
+        raise SystemExit("this notebook has no hyperparameter_study cell")
+    exec(compile(cell.source.replace("print(study())", ""), "<hyperparameter_study>", "exec"), namespace)
+    print(f"hyperparameter study, profile {profile}: {namespace['STUDY_BASE']}")
+    for change in [{}] + namespace["STUDY_CHANGES"]:
+        print(" ", namespace["study"](**change), flush=True)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("chapter", choices=sorted(PARTS))
     parser.add_argument("--profile", default=os.environ.get("NLPBOOK_PROFILE", "standard"))
     parser.add_argument("--seeds", type=int, default=5)
+    parser.add_argument("--study", action="store_true", help="run the notebook's hyperparameter study instead")
     args = parser.parse_args()
     os.environ["NLPBOOK_PROFILE"] = args.profile
 
-    from nlpbook.charlm import CharRNN, bible_char_data
+    from nlpbook.charlm import bible_char_data
     from nlpbook.checks import score_state
 
-    notebook = nbformat.read(NOTEBOOK, as_version=4)
+    name, grade_id, train = PARTS[args.chapter]
+    notebook = nbformat.read(REPO / "solutions" / args.chapter / name, as_version=4)
     namespace = solution_namespace(notebook)
-    setting = hidden_setting(notebook, "test_train_language_model_hidden", namespace)
-    data = bible_char_data()
     print(machine_line())
-    print(f"chapter 2, part 7, profile {args.profile}: {setting}")
+    if args.study:
+        run_study(notebook, namespace, args.profile)
+        return
+    setting, scorer, options = hidden_setting(notebook, grade_id, namespace)
+    data = bible_char_data()
+    print(f"{args.chapter}, {grade_id}, profile {args.profile}: {setting}; {scorer} {options}")
     seeds = [GRADED_SEEDS] + [(seed, seed) for seed in range(args.seeds - 1)]
     scores = []
     for model_seed, window_seed in seeds:
         torch.manual_seed(model_seed)
-        model = CharRNN(len(data.chars), setting["embed"], setting["hidden"])
         start = time.perf_counter()
-        namespace["train_language_model"](model, data.train_ids, setting["steps"], setting["batch_size"],
-                                          setting["length"], setting["lr"], 1.0,
-                                          torch.Generator().manual_seed(window_seed))
+        model = train(namespace, setting, data, window_seed)
         seconds = time.perf_counter() - start
-        score = score_state("char_rnn_perplexity", model.state_dict(),
-                            {"characters": setting["characters"], "chunk": 256})
+        score = score_state(scorer, model.state_dict(), options)
         scores.append(score)
         print(f"  seeds {model_seed}/{window_seed}: validation perplexity {score:.3f}, trained in {seconds:.1f} s",
               flush=True)

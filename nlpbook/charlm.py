@@ -2,9 +2,9 @@
 
 Chapter 2 trains an RNN on it against n-grams; chapter 7 compares optimizers on it and trains a small
 Transformer on it.  The data are the Lee news stories (``nlpbook.corpora``),
-lower-cased, one story per line, with the first ``valid_stories`` held out.  Chapter 2's exercise
-trains on a larger text, the World English Bible (``bible_char_data``), and is scored here
-(``scored_perplexity``), in the grader's process.
+lower-cased, one story per line, with the first ``valid_stories`` held out.  The exercises of chapters 2 and 5
+train on a larger text, the World English Bible (``bible_char_data``), and are scored here
+(``scored_perplexity``, ``scored_transformer_perplexity``), in the grader's process.
 """
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from nlpbook.corpora import bible_text, lee_stories
+from nlpbook.transformer import DecoderOnlyLM
 from nlpbook.vocab import Vocabulary
 
 
@@ -147,3 +148,31 @@ def scored_perplexity(state: dict[str, torch.Tensor], *, characters: int, chunk:
     model = CharRNN(vocab_size, embed, hidden)
     model.load_state_dict({name: value.float() for name, value in state.items()})  # shapes checked here
     return perplexity(model, data.valid_ids[:characters], chunk=chunk)
+
+
+def scored_transformer_perplexity(state: dict[str, torch.Tensor], *, heads: int, layers: int,
+                                  characters: int) -> float:
+    """The validation perplexity of a trained ``nlpbook.transformer.DecoderOnlyLM`` (pre-LN, with
+    ``heads`` heads and ``layers`` layers) given by its state dict, on the first ``characters`` characters of
+    ``bible_char_data``'s validation text, read in chunks of the model's context.
+
+    As :func:`scored_perplexity`, for chapter 5's exercise: the grader calls it in its own process,
+    and the model it builds applies the causal mask whatever the student's model did.  The width
+    and the context come from the weights' shapes; a state of another form (another number of
+    layers among them) raises ``ValueError``."""
+    if "embed.weight" not in state or "position.weight" not in state:
+        raise ValueError(f"the weights should be a DecoderOnlyLM's (embed, position, layers, norm, out), "
+                         f"got {sorted(state)[:8]}")
+    data = bible_char_data()
+    vocab_size, width = state["embed.weight"].shape
+    context = state["position.weight"].shape[0]
+    if vocab_size != len(data.chars):
+        raise ValueError(f"the model has {vocab_size} characters; the text has {len(data.chars)}")
+    if width % heads:
+        raise ValueError(f"a width of {width} does not split into {heads} heads")
+    model = DecoderOnlyLM(vocab_size, width, heads, layers, context)
+    try:
+        model.load_state_dict({name: value.float() for name, value in state.items()})
+    except RuntimeError as error:  # missing, unexpected or misshapen weights
+        raise ValueError(" ".join(str(error).split())[:500]) from None
+    return perplexity(model, data.valid_ids[:characters], chunk=context)

@@ -132,6 +132,7 @@ def expect_raises(exception: type[BaseException], function: Callable[[], Any], m
 # name -> (module, function, "lower" or "higher": which scores are better)
 SCORERS = {
     "char_rnn_perplexity": ("nlpbook.charlm", "scored_perplexity", "lower"),
+    "char_transformer_perplexity": ("nlpbook.charlm", "scored_transformer_perplexity", "lower"),
 }
 
 

@@ -42,6 +42,7 @@ MISTAKES = {
     "no-scale": ("attention", 0.0, {SDPA: [(" / math.sqrt(d_k)", "")]}),
     "scale-by-dk": ("attention", 0.0, {SDPA: [("/ math.sqrt(d_k)", "/ d_k")]}),
     "scale-by-dv": ("attention", 1.0, {SDPA: [("d_k = query.shape[-1]", "d_k = value.shape[-1]")]}),
+    "scale-by-sequence-length": ("attention", 1.0, {SDPA: [("d_k = query.shape[-1]", "d_k = key.shape[-2]")]}),
     "softmax-over-queries": ("attention", 0.0, {SDPA: [("torch.softmax(scores, dim=-1)", "torch.softmax(scores, dim=-2)")]}),
     "nan-on-fully-masked": ("attention", 1.0, {SDPA: [("probs = probs.masked_fill(blocked, 0.0)", "pass")]}),
     "squeezed-batch": ("attention", 0.0, {SDPA: [("return probs @ value, probs",

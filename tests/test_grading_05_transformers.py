@@ -1,11 +1,12 @@
-"""Chapter 5's exercise through the real grading command: the classic mistakes of BPE and Transformer layers."""
+"""Chapter 5's exercise through the real grading command: the classic mistakes of BPE, Transformer
+layers and a decoder-only language model trained for a target."""
 from __future__ import annotations
 
 from chapter_grading import ChapterGrading
 
 
-MERGES, ENCODE, ENCODER, DECODER, SAMPLING = (
-    "bpe_merges", "bpe_encode", "encoder_layer", "decoder_layer", "sampling_probs")
+MERGES, ENCODE, ENCODER, DECODER, SAMPLING, MODEL = (
+    "bpe_merges", "bpe_encode", "encoder_layer", "decoder_layer", "sampling_probs", "transformer_lm")
 BEST = "best = min(pairs, key=lambda pair: (-pairs[pair], pair))"
 SPELL = "tuple(word[:-1]) + (word[-1] + END,)"
 CHOSEN = "merge_pair(symbols, min(candidates, key=rank.get))"
@@ -15,13 +16,14 @@ PRE_FEED = "return x + self.dropout2(self.feed_forward(self.norm2(x)))"
 PRE_CROSS = "y = y + self.dropout2(self.cross_attn(self.norm2(y), memory, memory, memory_mask))"
 POST_CROSS = "y = self.norm2(y + self.dropout2(self.cross_attn(y, memory, memory, memory_mask)))"
 PRE_SELF = "            h = self.norm1(y)\n            y = y + self.dropout1(self.self_attn(h, h, h, self_mask))\n"
+EMBED = "x = self.dropout(self.embed(ids) + self.position(torch.arange(T, device=ids.device)))"
 TOP_K = ("        kth = scaled.topk(top_k, dim=-1).values[..., -1:]                # (..., 1), the k-th largest\n"
          "        scaled = scaled.masked_fill(scaled < kth, float(\"-inf\"))\n")
 
 
 class TestTransformersExercise(ChapterGrading):
     ASSIGNMENT, NOTEBOOK = "05-transformers", "transformers"
-    AUTO_POINTS = 13.0
+    AUTO_POINTS = 19.0
     # student id -> (the part it breaks, its score in that part, edits to the solution)
     MISTAKES = {
         "merges-counts-ignore-word-frequency": (MERGES, 0.0, {MERGES: [("pairs[pair] += count", "pairs[pair] += 1")]}),
@@ -73,4 +75,22 @@ class TestTransformersExercise(ChapterGrading):
             ("    if temperature == 0:\n        return F.one_hot(logits.argmax(dim=-1), logits.shape[-1]).to(logits.dtype)\n", "")]}),
         "sampling-softmax-over-the-batch": (SAMPLING, 0.0, {SAMPLING: [("torch.softmax(scaled, dim=-1)", "torch.softmax(scaled, dim=0)")]}),
         "sampling-changes-the-logits": (SAMPLING, 0.0, {SAMPLING: [("scaled = logits / temperature", "scaled = logits.div_(temperature)")]}),
+        "lm-without-causal-mask": (MODEL, 0.0, {MODEL: [("mask = causal_mask(T, ids.device)", "mask = None")]}),
+        "lm-mask-shows-the-next-token": (MODEL, 0.0, {MODEL: [
+            ("mask = causal_mask(T, ids.device)", "mask = causal_mask(T, ids.device).roll(1, dims=1) | causal_mask(T, ids.device)")]}),
+        "lm-without-positions": (MODEL, 0.0, {MODEL: [(EMBED, "x = self.dropout(self.embed(ids))")]}),
+        "lm-without-final-norm": (MODEL, 1.0, {MODEL: [("return self.out(self.norm(x))", "return self.out(x)")]}),
+        "lm-post-ln-layers": (MODEL, 1.0, {MODEL: [("4 * width, dropout, norm_first=True)", "4 * width, dropout)")]}),
+        # A plain list hides the layers from the module: they are neither trained nor saved.
+        "lm-layers-in-a-python-list": (MODEL, 0.0, {MODEL: [
+            ("nn.ModuleList(EncoderLayer(width, heads, 4 * width, dropout, norm_first=True)\n"
+             "                                    for _ in range(layers))",
+             "[EncoderLayer(width, heads, 4 * width, dropout, norm_first=True)\n"
+             "                                    for _ in range(layers)]")]}),
+    }
+    # Another correct way to write the model: position rows sliced, the mask built in place.
+    VARIANTS = {
+        "lm-positions-sliced-mask-built": {MODEL: [
+            ("self.position(torch.arange(T, device=ids.device))", "self.position.weight[:T]"),
+            ("mask = causal_mask(T, ids.device)", "mask = torch.ones(T, T, dtype=torch.bool, device=ids.device).tril()")]},
     }

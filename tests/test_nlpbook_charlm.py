@@ -5,7 +5,7 @@ import torch
 import torch.nn as nn
 
 from nlpbook.charlm import (CharRNN, bible_char_data, char_data, next_char_loss, perplexity, random_windows,
-                            scored_perplexity, sequential_batches)
+                            scored_perplexity, scored_transformer_perplexity, sequential_batches)
 
 
 def test_char_data_holds_out_whole_stories():
@@ -103,3 +103,27 @@ def test_scored_perplexity_is_the_perplexity_of_a_char_rnn_with_those_weights():
     with pytest.raises(ValueError, match="the model has 3 characters"):
         other = CharRNN(3, embed=4, hidden=8).state_dict()
         scored_perplexity(other, characters=500, chunk=100)
+
+
+def test_scored_transformer_perplexity_is_the_perplexity_of_a_decoder_only_lm_with_those_weights():
+    from nlpbook.transformer import DecoderOnlyLM
+
+    data = bible_char_data()
+    torch.manual_seed(0)
+    model = DecoderOnlyLM(len(data.chars), width=8, heads=2, layers=3, context=16)
+    expected = perplexity(model, data.valid_ids[:300], chunk=16)
+    assert scored_transformer_perplexity(model.state_dict(), heads=2, layers=3, characters=300) == pytest.approx(expected)
+    with pytest.raises(ValueError, match="should be a DecoderOnlyLM's"):
+        scored_transformer_perplexity({"out.weight": torch.zeros(3, 2)}, heads=2, layers=3, characters=300)
+    with pytest.raises(ValueError, match="the model has 3 characters"):
+        scored_transformer_perplexity(DecoderOnlyLM(3, 8, 2, 1, 16).state_dict(), heads=2, layers=3, characters=300)
+    with pytest.raises(ValueError, match="does not split into 3 heads"):
+        scored_transformer_perplexity(model.state_dict(), heads=3, layers=3, characters=300)
+    missing = {name: value for name, value in model.state_dict().items() if name != "norm.weight"}
+    with pytest.raises(ValueError, match="norm.weight"):
+        scored_transformer_perplexity(missing, heads=2, layers=3, characters=300)
+    # Layers the student's model did not register (a plain list) are missing from its weights.
+    no_layers = {name: value for name, value in model.state_dict().items() if not name.startswith("layers.")}
+    with pytest.raises(ValueError, match="layers.0"):
+        scored_transformer_perplexity(no_layers, heads=2, layers=3, characters=300)
+
