@@ -76,12 +76,19 @@ def solution_namespace(notebook) -> dict:
     return namespace
 
 
+def cell(notebook, grade_id: str):
+    """The cell of ``notebook`` whose nbgrader grade id is ``grade_id``; SystemExit naming it if none."""
+    found = next((c for c in notebook.cells if c.metadata.get("nbgrader", {}).get("grade_id") == grade_id), None)
+    if found is None:
+        raise SystemExit(f"the solution notebook has no cell {grade_id!r}")
+    return found
+
+
 def hidden_setting(notebook, grade_id: str, namespace: dict) -> tuple[dict, str, dict]:
     """What the test cell ``grade_id`` trains and scores with, under the current ``NLPBOOK_PROFILE``:
     the value of its ``_setting = nlpbook.choose(...)``, and the scorer and the options of its
     ``expect_score`` call."""
-    cell = next(c for c in notebook.cells if c.metadata.get("nbgrader", {}).get("grade_id") == grade_id)
-    nodes = list(ast.walk(ast.parse(cell.source)))
+    nodes = list(ast.walk(ast.parse(cell(notebook, grade_id).source)))
     value = lambda node: eval(compile(ast.Expression(node), grade_id, "eval"), namespace)  # noqa: E731
     setting = next((value(node.value) for node in nodes if isinstance(node, ast.Assign)
                     and any(getattr(target, "id", None) == "_setting" for target in node.targets)), None)
@@ -97,11 +104,8 @@ def hidden_setting(notebook, grade_id: str, namespace: dict) -> tuple[dict, str,
 def run_study(notebook, namespace: dict, profile: str) -> None:
     """The notebook's ``hyperparameter_study`` cell (without its own demonstration run), then
     ``study()`` and each of ``STUDY_CHANGES``: one line per run."""
-    cell = next((c for c in notebook.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "hyperparameter_study"),
-                None)
-    if cell is None:
-        raise SystemExit("this notebook has no hyperparameter_study cell")
-    exec(compile(cell.source.replace("print(study())", ""), "<hyperparameter_study>", "exec"), namespace)
+    source = cell(notebook, "hyperparameter_study").source.replace("print(study())", "")
+    exec(compile(source, "<hyperparameter_study>", "exec"), namespace)
     print(f"hyperparameter study, profile {profile}: {namespace['STUDY_BASE']}")
     for change in [{}] + namespace["STUDY_CHANGES"]:
         print(" ", namespace["study"](**change), flush=True)
