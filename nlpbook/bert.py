@@ -18,6 +18,7 @@ the chapter's pages and its exercise write it out by hand.
 """
 from __future__ import annotations
 
+import functools
 import importlib.util
 import json
 import math
@@ -200,6 +201,37 @@ def sentence_vectors(model: nn.Module, tokenizer: WordPieceTokenizer, texts: lis
         hidden = model(**batch)["last_hidden_state"]  # (B, T, D)
         out[torch.tensor(chunk)] = mean_pool(hidden, batch["attention_mask"]).cpu()
     return out
+
+
+@functools.lru_cache(maxsize=4)
+def review_vectors(split: str, count: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """all-MiniLM-L6-v2's sentence vectors (N, D) of the first ``count`` Rotten Tomatoes reviews of
+    ``split`` (``nlpbook.corpora.rotten_tomatoes``) and their labels (N,), 1 fresh and 0 rotten.
+
+    Kept for the process's life: the grader scores every student's head on the same vectors."""
+    from nlpbook.corpora import rotten_tomatoes
+
+    reviews = rotten_tomatoes(split)[:count]
+    model, tokenizer = load_minilm()
+    vectors = sentence_vectors(model, tokenizer, [review.text for review in reviews])  # on the CPU, as on every grader
+    return vectors, torch.tensor([review.fresh for review in reviews])
+
+
+def scored_sentiment_accuracy(state: dict[str, torch.Tensor], *, reviews: int) -> float:
+    """The accuracy of a linear head on all-MiniLM-L6-v2's sentence vectors, given by the head's
+    state dict (``weight`` (2, 384), ``bias`` (2,)), on the first ``reviews`` validation reviews.
+
+    Chapter 6's exercise trains such a head for credit; the grader calls this in its own
+    process, on vectors it computes itself, so no code of the student's decides the figure.
+    A state of another form raises ``ValueError``."""
+    if sorted(state) != ["bias", "weight"]:
+        raise ValueError(f"the weights should be a linear layer's (weight, bias), got {sorted(state)[:8]}")
+    vectors, labels = review_vectors("valid", reviews)
+    weight, bias = state["weight"].float(), state["bias"].float()
+    if weight.shape != (2, vectors.shape[1]) or bias.shape != (2,):
+        raise ValueError(f"the head should map {vectors.shape[1]} inputs to 2 labels: weight (2, {vectors.shape[1]}) "
+                         f"and bias (2,), got {tuple(weight.shape)} and {tuple(bias.shape)}")
+    return ((vectors @ weight.T + bias).argmax(1) == labels).float().mean().item()
 
 
 # Hugging Face's names (nested modules) -> this module's (minBERT's flat layer).

@@ -1,11 +1,12 @@
-"""Chapter 6's exercise through the real grading command: the classic mistakes of BERT's pieces."""
+"""Chapter 6's exercise through the real grading command: the classic mistakes of BERT's pieces,
+and of a linear probe on it trained for a target accuracy."""
 from __future__ import annotations
 
 from chapter_grading import ChapterGrading
 
 
-WORDPIECE, ATTENTION, ADD_NORM, LAYER, EMBED, MASKING = (
-    "wordpiece", "attention", "add_norm", "layer_forward", "embed", "mask_tokens")
+WORDPIECE, ATTENTION, ADD_NORM, LAYER, EMBED, MASKING, PROBE = (
+    "wordpiece", "attention", "add_norm", "layer_forward", "embed", "mask_tokens", "sentiment_classifier")
 SUM = "ln_layer(input + dropout(dense_layer(output)))"
 SCORES = "scores = query @ key.transpose(-2, -1) / math.sqrt(self.attention_head_size)"
 SOFTMAX = "probs = self.dropout(torch.softmax(scores + attention_mask, dim=-1))"
@@ -15,7 +16,7 @@ EMBEDDINGS = ("summed = (self.word_embedding(input_ids) + self.pos_embedding(sel
 
 class TestBertExercise(ChapterGrading):
     ASSIGNMENT, NOTEBOOK = "06-bert", "bert"
-    AUTO_POINTS = 14.0
+    AUTO_POINTS = 20.0
     # student id -> (the part it breaks, its score in that part, edits to the solution)
     MISTAKES = {
         "wordpiece-without-continuation-marks": (WORDPIECE, 0.0, {WORDPIECE: [
@@ -83,6 +84,22 @@ class TestBertExercise(ChapterGrading):
              "input_ids[selected] = corrupted[selected]\n    inputs = input_ids")]}),
         "masking-random-ids-ignore-the-generator": (MASKING, 1.0, {MASKING: [
             ("torch.randint(vocab_size, input_ids.shape, generator=generator)", "torch.randint(vocab_size, input_ids.shape)")]}),
+        # Part 7, the linear probe. The training bugs end below the target accuracy (the notebook's
+        # table: quick 0.6925 for the solution, target 0.6525; a head that always answers "fresh" gets 0.54).
+        "probe-mean-over-padding": (PROBE, 3.0, {PROBE: [
+            ("return (hidden * weights).sum(1) / weights.sum(1)", "return hidden.mean(1)")]}),
+        "probe-first-token-vector": (PROBE, 3.0, {PROBE: [
+            ("return (hidden * weights).sum(1) / weights.sum(1)", "return hidden[:, 0]")]}),
+        "probe-encoder-not-frozen": (PROBE, 3.0, {PROBE: [
+            ("self.bert = bert.requires_grad_(False)", "self.bert = bert")]}),
+        "probe-without-dropout": (PROBE, 4.0, {PROBE: [
+            ("return self.classifier(self.dropout(features))", "return self.classifier(features)")]}),
+        "probe-left-in-training-mode": (PROBE, 5.0, {PROBE: [("    model.eval()\n    return losses", "    return losses")]}),
+        "probe-labels-drawn-apart-from-rows": (PROBE, 2.0, {PROBE: [
+            ("labels[rows])", "labels[torch.randint(len(labels), (batch_size,), generator=generator)])")]}),
+        "probe-without-zero-grad": (PROBE, 4.0, {PROBE: [("        optimizer.zero_grad()\n", "")]}),
+        "probe-ignores-the-learning-rate": (PROBE, 3.0, {PROBE: [
+            ("torch.optim.Adam(model.classifier.parameters(), lr=lr)", "torch.optim.Adam(model.classifier.parameters())")]}),
     }
     # Correct code written another way keeps every point: the hidden layer test swaps in stand-ins
     # for attention and add & norm, which must take the student's keyword calls.

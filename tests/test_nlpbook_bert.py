@@ -122,3 +122,23 @@ def test_sentence_vectors_are_each_texts_own_mean_in_the_given_order():
         batch = tokenizer.batch([text])
         alone = model(**batch)["last_hidden_state"].mean(1)[0]
         assert torch.allclose(vectors[row], alone, atol=1e-5), text
+
+
+def test_scored_sentiment_accuracy_is_the_accuracy_of_that_head_on_the_minilm_vectors():
+    from nlpbook.corpora import rotten_tomatoes
+
+    vectors, labels = bert.review_vectors("valid", 40)
+    assert vectors.shape == (40, 384)
+    assert labels.tolist() == [review.fresh for review in rotten_tomatoes("valid")[:40]]
+    # A head that always answers "fresh" scores the share of fresh reviews; one that reads the
+    # vectors' first coordinate scores what that coordinate's sign says.
+    always_fresh = {"weight": torch.zeros(2, 384), "bias": torch.tensor([0.0, 1.0])}
+    assert bert.scored_sentiment_accuracy(always_fresh, reviews=40) == pytest.approx(labels.float().mean().item())
+    first = {"weight": torch.zeros(2, 384), "bias": torch.zeros(2)}
+    first["weight"][1, 0] = 1.0
+    expected = ((vectors[:, 0] > 0).long() == labels).float().mean().item()
+    assert bert.scored_sentiment_accuracy(first, reviews=40) == pytest.approx(expected)
+    with pytest.raises(ValueError, match="linear layer's"):
+        bert.scored_sentiment_accuracy({"classifier.weight": torch.zeros(2, 384)}, reviews=40)
+    with pytest.raises(ValueError, match="weight \\(2, 384\\)"):
+        bert.scored_sentiment_accuracy({"weight": torch.zeros(3, 384), "bias": torch.zeros(3)}, reviews=40)
