@@ -32,6 +32,7 @@ from traitlets import DottedObjectName, Integer, Type, Unicode
 from traitlets.config import Config
 
 from autograder import sandbox
+from autograder.verdicts import overflow_record
 from nlpbook.checks import CHECK_MIME, GRADING_ENV
 
 class QuickReadyClient(AsyncKernelClient):
@@ -124,6 +125,9 @@ class SandboxedExecute(Execute):
 
     notebook_timeout = Integer(600, help="Seconds the whole notebook may run.").tag(config=True)
     max_output_bytes = Integer(1_000_000, help="Output kept per notebook; the rest is dropped.").tag(config=True)
+    max_record_bytes = Integer(
+        64_000_000, help="Check records kept per notebook (a trained model's weights among them); past it "
+                         "one overflow record stands for the rest, so the checks it replaces fail.").tag(config=True)
 
     def __init__(self, *args, **kwargs):
         kwargs.setdefault("kernel_manager_class", SandboxKernelManager)
@@ -135,6 +139,7 @@ class SandboxedExecute(Execute):
         self._stopped: str | None = None
         self._output_bytes = 0
         self._record_bytes = 0
+        self._records_overflowed = False
         self._truncated = False
         with _outputs_unvalidated():
             return super().preprocess(nb, resources, km)
@@ -177,11 +182,15 @@ class SandboxedExecute(Execute):
         size = len(str(msg.get("content", "")))
         is_record = msg["msg_type"] == "display_data" and CHECK_MIME in msg["content"].get("data", {})
         if is_record:
-            # Check records are small; they get their own allowance so that a flood of
-            # printing cannot push a test's results out.
+            # Check records get their own allowance, so that a flood of printing cannot push a
+            # test's results out; a record past it is replaced by one overflow record, never
+            # dropped silently (a missing record would make a check look as if no test made it).
             self._record_bytes += size
-            if self._record_bytes <= 10 * self.max_output_bytes:
+            if self._record_bytes <= self.max_record_bytes:
                 return super().output(outs, msg, display_id, cell_index)
+            if not self._records_overflowed:
+                self._records_overflowed = True
+                outs.append(new_output("display_data", data={CHECK_MIME: overflow_record(self.max_record_bytes)}))
             return None
         self._output_bytes += size
         if self._output_bytes <= self.max_output_bytes:

@@ -59,10 +59,18 @@ def pop_records(cell) -> list:
     return records
 
 
+def overflow_record(limit: int) -> dict:
+    """The record that stands for every check record past the grader's allowance of ``limit`` bytes."""
+    return {"kind": "overflow", "name": f"the notebook's check records passed the grader's limit of {limit:,} bytes",
+            "actual": {"value": None}, "expected": {"value": None}}
+
+
 def _judge_one(reference: dict, student) -> str | None:
     """``None`` if the student's record matches the reference one, else what is wrong."""
     name, kind = reference["name"], reference["kind"]
     hint = reference.get("hint") or ""
+    if isinstance(student, dict) and student.get("kind") == "overflow":
+        return f"{name}: not checked: {student['name']} (a test cell that makes checks in an endless loop?)"
     if not isinstance(student, dict) or student.get("kind") != kind:
         return f"{name}: the test stopped or ran differently here (an error in your code before this check?)"
     if kind == "score":
@@ -206,6 +214,11 @@ def reference_records(executed_notebook) -> dict[str, list[dict]]:
         if not is_test_cell(cell):
             continue
         grade_id = cell.metadata.nbgrader["grade_id"]
+        overflow = next((r for r in records if isinstance(r, dict) and r.get("kind") == "overflow"), None)
+        if overflow:
+            problems.append(f"test cell {grade_id}: {overflow['name']} on the solution (raise "
+                            "SandboxedExecute.max_record_bytes)")
+            continue
         errors = [o for o in cell.outputs if o.output_type == "error"]
         if errors:
             problems.append(f"test cell {grade_id} fails on the solution: {errors[0].ename}: {errors[0].evalue}"

@@ -3,17 +3,18 @@
     python benchmarks/training_targets.py 02-rnns [--profile standard] [--seeds 5]
     python benchmarks/training_targets.py 05-transformers --study
 
-A graded training part (chapter 2's part 7, chapter 5's part 6, chapter 6's part 7) passes when the
-student's trained model scores within a margin of the instructor's solution trained
-the same way.  A correct solution written differently (another order of the calls, a
-sum divided by the count in place of a mean) follows another path through the same
-training, as another seed does, so the margin is set from the solution's spread over
-seeds: this script trains with the solution's own code (read from ``solutions/``) and
-the hidden test's settings (read from its ``nlpbook.choose`` call) under several seeds,
-the graded pair of seeds first, and prints each score, their range, and the time each
-took.  With ``--study`` it runs, instead, the hyperparameter study of the notebook's
-written question (its ``study`` function over ``STUDY_CHANGES``), the table behind that
-question's mark scheme.  It prints figures; it is not a test.
+A graded training part (chapter 2's part 7, chapter 3's part 6, chapter 5's part 6,
+chapter 6's part 7) passes when the student's trained model scores within a margin of
+the instructor's solution trained the same way. A correct solution written differently
+(another order of the calls, a sum divided by the count in place of a mean) follows
+another path through the same training, as another seed does, so the margin is set from
+the solution's spread over seeds: this script trains with the solution's own code (read
+from ``solutions/``) and the hidden test's settings (read from its ``nlpbook.choose``
+call) under several seeds, the graded pair of seeds first, and prints each score, their
+range, and the time each took (for chapter 3, also the floor a model that ignores its
+input reaches). With ``--study`` it runs, instead, the hyperparameter study of the
+notebook's written question (its ``study`` function over ``STUDY_CHANGES``), the table
+behind that question's mark scheme. It prints figures; it is not a test.
 """
 from __future__ import annotations
 
@@ -87,9 +88,43 @@ def train_sentiment_head(namespace: dict, setting: dict, model_seed: int, batch_
     return model.classifier.state_dict()
 
 
+def train_translator(namespace: dict, setting: dict, model_seed: int, batch_seed: int) -> dict:
+    """Chapter 3: the solution's ``Translator`` trained by its ``train_translator`` on the Bible's
+    verse pairs, as the hidden test does."""
+    from nlpbook.translation import bible_tensors
+
+    data = bible_tensors(setting["max_words"])
+    torch.manual_seed(model_seed)
+    model = namespace["Translator"](len(data.source_vocab), len(data.target_vocab), setting["embed"],
+                                    setting["hidden"])
+    namespace["train_translator"](model, data.train, setting["steps"], setting["batch_size"], setting["lr"],
+                                  torch.Generator().manual_seed(batch_seed))
+    return model.state_dict()
+
+
+def piece_frequencies(setting: dict) -> tuple[str, float]:
+    """Chapter 3's floor: the perplexity of the training targets' piece frequencies on the
+    validation targets (EOS included), what a translator that ignored its source and its prefix
+    would reach."""
+    import math
+
+    from nlpbook.translation import bible_tensors
+
+    data = bible_tensors(setting["max_words"])
+    counts = torch.bincount(data.train[2][:, 1:].flatten(), minlength=len(data.target_vocab))[1:].double()
+    counts[counts == 0] = 0.5  # a piece never seen in training still gets some probability
+    log_probs = (counts / counts.sum()).log()  # over the pieces other than padding (id 0)
+    valid = data.valid[2][:, 1:].flatten()
+    return "the pieces' frequencies", math.exp(-log_probs[valid[valid != 0] - 1].mean().item())
+
+
+BASELINES = {"03-lstms": piece_frequencies}
+
+
 # chapter -> (solution notebook, the hidden test's grade id, how the solution trains)
 PARTS = {
     "02-rnns": ("rnns.ipynb", "test_train_language_model_hidden", train_char_rnn),
+    "03-lstms": ("lstms.ipynb", "test_translator_training_hidden", train_translator),
     "05-transformers": ("transformers.ipynb", "test_transformer_lm_training_hidden", train_transformer_lm),
     "06-bert": ("bert.ipynb", "test_sentiment_classifier_training_hidden", train_sentiment_head),
 }
@@ -171,6 +206,9 @@ def main() -> None:
         print(f"  seeds {model_seed}/{window_seed}: {scorer} {score:.4f}, trained in {seconds:.1f} s", flush=True)
     print(f"range {min(scores):.4f} to {max(scores):.4f} (width {max(scores) - min(scores):.4f}); "
           f"graded seeds {scores[0]:.4f}; margin in use {setting['margin']}")
+    if args.chapter in BASELINES:
+        name, score = BASELINES[args.chapter](setting)
+        print(f"baseline, {name}: {scorer} {score:.4f}")
 
 
 if __name__ == "__main__":

@@ -18,12 +18,15 @@ training pairs), downloaded with a checksum into the cache of ``nlpbook.download
 """
 from __future__ import annotations
 
+import functools
+import math
 import random
 import re
 import tarfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 import torch
 
@@ -156,6 +159,28 @@ def bible_translation(source: str = "web", target: str = "segond", *, max_words:
     return SubwordTranslation(ParallelSplits(**pieces), ParallelSplits(**words), source_bpe, target_bpe)
 
 
+class BibleTensors(NamedTuple):
+    """``bible_translation``'s pairs as id tensors (``to_tensors``: source, lengths, target), with
+    the vocabularies they were encoded with (built on the training pairs)."""
+
+    train: tuple[torch.Tensor, torch.Tensor, torch.Tensor]
+    valid: tuple[torch.Tensor, torch.Tensor, torch.Tensor]
+    test: tuple[torch.Tensor, torch.Tensor, torch.Tensor]
+    source_vocab: Vocabulary
+    target_vocab: Vocabulary
+
+
+@functools.lru_cache(maxsize=2)
+def bible_tensors(max_words: int, merges: int = 2000) -> BibleTensors:
+    """The World English Bible and Louis Segond's pairs of at most ``max_words`` words a side, cut
+    by BPEs of ``merges`` merges, as tensors.  Kept for the process's life: chapter 3's grader
+    scores every student's translator on the same validation tensors."""
+    corpus = bible_translation("web", "segond", max_words=max_words, merges=merges)
+    vocabs = build_vocabularies(corpus.pieces.train)
+    return BibleTensors(*(to_tensors(getattr(corpus.pieces, split), *vocabs) for split in ("train", "valid", "test")),
+                        *vocabs)
+
+
 def _cut(bpe: BPE, words: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(piece for word in words for piece in bpe.encode_word(word))
 
@@ -247,6 +272,32 @@ def validation_loss(model, tensors, batch_size: int = 256) -> float:
         tokens += count
     model.train(was_training)
     return total / tokens
+
+
+def scored_translation_perplexity(state: dict[str, torch.Tensor], *, max_words: int, merges: int = 2000) -> float:
+    """The validation perplexity (per target piece, EOS included, padding not) of the encoder-decoder
+    with attention (``nlpbook.seq2seq.Seq2Seq``) given by its state dict, on the validation pairs of
+    :func:`bible_tensors`.
+
+    Chapter 3's exercise trains such a translator for credit; the grader calls this in its own
+    process (``nlpbook.checks.expect_score``), so no code of the student's decides the figure.
+    The sizes come from the weights' shapes; a state of another form raises ``ValueError``."""
+    from nlpbook.seq2seq import Seq2Seq
+
+    data = bible_tensors(max_words, merges)
+    if "encoder.embed.weight" not in state or "decoder.weight_hh_l0" not in state or "out.weight" not in state:
+        raise ValueError(f"the weights should be an encoder-decoder's, got {sorted(state)[:8]}")
+    source_vocab, embed = state["encoder.embed.weight"].shape
+    target_vocab, hidden = state["out.weight"].shape
+    if (source_vocab, target_vocab) != (len(data.source_vocab), len(data.target_vocab)):
+        raise ValueError(f"the model reads {source_vocab} source and writes {target_vocab} target pieces; the "
+                         f"corpus has {len(data.source_vocab)} and {len(data.target_vocab)}")
+    model = Seq2Seq(source_vocab, target_vocab, embed, hidden, attention=True)
+    try:
+        model.load_state_dict({name: value.float() for name, value in state.items()})
+    except RuntimeError as error:  # a missing or extra name, or a shape that does not fit
+        raise ValueError(f"the weights do not fit the course's translator: {error}") from None
+    return math.exp(validation_loss(model, data.valid))
 
 
 @dataclass

@@ -230,3 +230,16 @@ def test_a_score_record_cannot_choose_its_scorer_or_pass_with_broken_weights():
     from nlpbook.checks import encode_state
 
     assert "not a state dict (a list)" in judge([reference], [{"kind": "score", "actual": encode_state([1.0])}])
+
+
+def test_records_past_the_allowance_fail_the_checks_they_replace_and_stop_a_reference_run():
+    from autograder.verdicts import overflow_record, reference_records
+    from nbformat.v4 import new_notebook
+
+    # A student whose records passed the limit: the overflow record stands where the next check was.
+    assert "passed the grader's limit of 1,000 bytes" in judge([CLOSE], [overflow_record(1000)])
+    # The solution's records passing it must stop the grading: its checks would otherwise vanish,
+    # and a cell whose reference makes no check is graded by nbgrader's weaker rules.
+    overflowed = _test_cell("x", [_record_output(CLOSE), _record_output(overflow_record(1000))], grade_id="big")
+    with pytest.raises(ValueError, match="test cell big: the notebook's check records passed"):
+        reference_records(new_notebook(cells=[overflowed]))

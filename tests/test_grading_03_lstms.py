@@ -1,15 +1,17 @@
-"""Chapter 3's exercise through the real grading command: the classic mistakes of gated cells, decoding and BLEU."""
+"""Chapter 3's exercise through the real grading command: the classic mistakes of gated cells, decoding, BLEU
+and of training a translator."""
 from __future__ import annotations
 
 from chapter_grading import ChapterGrading
 
 
 LSTM, GRU, GREEDY, BEAM, BLEU = "lstm_cell", "gru_cell", "greedy_decode", "beam_search", "corpus_bleu"
+TRANSLATOR = "translator"
 
 
 class TestLstmsExercise(ChapterGrading):
     ASSIGNMENT, NOTEBOOK = "03-lstms", "lstms"
-    AUTO_POINTS = 13.0
+    AUTO_POINTS = 19.0
     # student id -> (the part it breaks, its score in that part, edits to the solution)
     MISTAKES = {
         "lstm-h-from-old-cell": (LSTM, 0.0, {LSTM: [("torch.sigmoid(o) * torch.tanh(c)", "torch.sigmoid(o) * torch.tanh(c_prev)")]}),
@@ -36,4 +38,28 @@ class TestLstmsExercise(ChapterGrading):
         "bleu-arithmetic-mean": (BLEU, 0.0, {BLEU: [
             ("log_precision = sum(math.log(matches[n] / totals[n]) for n in orders) / max_order",
              "log_precision = math.log(sum(matches[n] / totals[n] for n in orders) / max_order)")]}),
+        "translator-encoder-reads-padding": (TRANSLATOR, 3.0, {TRANSLATOR: [(
+            "        packed = nn.utils.rnn.pack_padded_sequence(self.encoder[\"embed\"](source), lengths.cpu(),\n"
+            "                                                   batch_first=True, enforce_sorted=False)\n"
+            "        states, (h, c) = self.encoder[\"lstm\"](packed)",
+            "        states, (h, c) = self.encoder[\"lstm\"](self.encoder[\"embed\"](source))"), (
+            "        states, _ = nn.utils.rnn.pad_packed_sequence(states, batch_first=True,\n"
+            "                                                     total_length=source.shape[1])  # (B, S, 2H)\n",
+            "")]}),
+        "translator-attends-to-padding": (TRANSLATOR, 3.0, {TRANSLATOR: [
+            ("torch.softmax(scores.masked_fill(~mask[:, None, :], float(\"-inf\")), dim=-1)", "torch.softmax(scores, dim=-1)")]}),
+        "translator-decoder-ignores-the-encoder-state": (TRANSLATOR, 3.0, {TRANSLATOR: [
+            ("outputs, _ = self.decoder(self.embed(target_in), state)", "outputs, _ = self.decoder(self.embed(target_in))")]}),
+        "translator-decode-step-returns-logits": (TRANSLATOR, 3.0, {TRANSLATOR: [
+            ("log_probs = torch.log_softmax(self.attend(output, states, mask)[:, 0], dim=-1)",
+             "log_probs = self.attend(output, states, mask)[:, 0]")]}),
+        "translation-targets-not-shifted": (TRANSLATOR, 0.0, {TRANSLATOR: [
+            ("logits = model(source, lengths, target[:, :-1])", "logits = model(source, lengths, target[:, 1:])")]}),
+        "translation-counts-padding": (TRANSLATOR, 3.0, {TRANSLATOR: [
+            ("target[:, 1:].flatten(), ignore_index=0)", "target[:, 1:].flatten())")]}),
+        "translation-without-zero-grad": (TRANSLATOR, 0.0, {TRANSLATOR: [("        optimizer.zero_grad()\n", "")]}),
+        "translation-without-clipping": (TRANSLATOR, 4.0, {TRANSLATOR: [
+            ("        nn.utils.clip_grad_norm_(model.parameters(), 1.0)\n", "")]}),
+        "translation-ignores-the-learning-rate": (TRANSLATOR, 1.0, {TRANSLATOR: [
+            ("torch.optim.Adam(model.parameters(), lr=lr)", "torch.optim.Adam(model.parameters())")]}),
     }

@@ -100,6 +100,43 @@ def test_bible_translation_cuts_each_side_with_its_own_bpe_and_keeps_the_words()
     assert pieces_to_words(["seign", "eur</w>", "di"]) == ("seigneur", "di")
 
 
+def test_bible_tensors_encode_the_pairs_with_vocabularies_of_the_training_pairs():
+    from nlpbook.translation import BOS, bible_tensors, bible_translation, to_tensors
+
+    data = bible_tensors(12, merges=300)
+    assert bible_tensors(12, merges=300) is data  # one copy per process: the grader scores many students
+    corpus = bible_translation(max_words=12, merges=300)
+    assert data.source_vocab.tokens == build_vocabularies(corpus.pieces.train)[0].tokens
+    for split in ("train", "valid", "test"):
+        expected = to_tensors(getattr(corpus.pieces, split), data.source_vocab, data.target_vocab)
+        assert all(a.equal(b) for a, b in zip(getattr(data, split), expected))
+    assert (data.valid[2][:, 0] == data.target_vocab.index(BOS)).all()
+
+
+def test_scored_translation_perplexity_is_that_models_validation_perplexity():
+    import math
+
+    import torch
+
+    from nlpbook.seq2seq import Seq2Seq
+    from nlpbook.translation import bible_tensors, scored_translation_perplexity, validation_loss
+
+    data = bible_tensors(12, merges=300)
+    torch.manual_seed(0)
+    model = Seq2Seq(len(data.source_vocab), len(data.target_vocab), embed=8, hidden=6, attention=True)
+    state = {name: value.double() for name, value in model.state_dict().items()}  # any float dtype is read
+    assert scored_translation_perplexity(state, max_words=12, merges=300) == pytest.approx(
+        math.exp(validation_loss(model, data.valid)), rel=1e-5)
+    with pytest.raises(ValueError, match="an encoder-decoder's"):
+        scored_translation_perplexity({"weight": torch.zeros(2, 2)}, max_words=12, merges=300)
+    with pytest.raises(ValueError, match="the corpus has"):
+        smaller = Seq2Seq(10, len(data.target_vocab), embed=8, hidden=6, attention=True)
+        scored_translation_perplexity(smaller.state_dict(), max_words=12, merges=300)
+    without_attention = Seq2Seq(len(data.source_vocab), len(data.target_vocab), embed=8, hidden=6)
+    with pytest.raises(ValueError, match="do not fit the course's translator"):
+        scored_translation_perplexity(without_attention.state_dict(), max_words=12, merges=300)
+
+
 # Training and decoding helpers, on a tiny copy task with both kinds of translator.
 
 def _copy_task(count=40, seed=0):
