@@ -50,10 +50,10 @@ class Claim:
 CLAIMS: list[Claim] = []  # every claim made in this process, in order
 
 
-def claim(condition: bool, statement: str, **figures: float) -> str:
-    """Check ``statement``, a sentence about this run's results, against ``condition``; return
-    the statement (so that a page can also glue it).  ``figures`` are the numbers it rests on,
-    shown when it fails and written to the log."""
+def claim(condition: bool, statement: str, **figures: float) -> None:
+    """Check ``statement``, a sentence about this run's results, against ``condition``.
+    ``figures`` are the numbers it rests on, shown when it fails and written to the log.  It
+    returns nothing, so that a cell ending with a claim prints nothing under it."""
     profile = current_profile()
     record = Claim(statement, bool(condition), profile != "quick", profile,
                    {name: float(value) for name, value in figures.items()}, Path.cwd().name)
@@ -66,7 +66,6 @@ def claim(condition: bool, statement: str, **figures: float) -> str:
         shown = ", ".join(f"{name} = {value:.4g}" for name, value in record.figures.items())
         raise ClaimError(f"the text says \"{statement}\", which does not hold in the {profile} profile"
                          + (f" ({shown})" if shown else ""))
-    return statement
 
 
 def choose_words(condition: bool, if_true: str, if_false: str) -> str:

@@ -68,10 +68,13 @@ def attention_heads(
     queries: Sequence[str] | None = None,
     keys: Sequence[str] | None = None,
     *,
-    ncols: int = 4,
+    ncols: int = 2,
     title: str | None = None,
 ) -> plt.Figure:
-    """Draw every head of one layer side by side; ``weights`` is ``(H, T_q, T_k)``."""
+    """Draw every head of one layer in a grid of ``ncols`` columns; ``weights`` is ``(H, T_q, T_k)``.
+
+    Two columns by default: a figure is shrunk to the width of the page, and four maps in a row
+    leave their token labels too small to read."""
     stack = torch.as_tensor(weights).detach().float().cpu()
     if stack.dim() != 3:
         raise ValueError(f"expected (heads, queries, keys) weights, got shape {tuple(stack.shape)}")
@@ -159,7 +162,7 @@ def word_map(
         _, ax = plt.subplots(figsize=(6, 5))
     ax.scatter(points[:, 0], points[:, 1], s=12, color="tab:blue")
     for (x, y), word in zip(points.tolist(), words):
-        ax.annotate(word, (x, y), xytext=(3, 3), textcoords="offset points", fontsize=9)
+        ax.annotate(word, (x, y), xytext=(3, 3), textcoords="offset points", fontsize=10)
     where = {word: points[i] for i, word in enumerate(words)}
     for start, end in arrows:
         (x0, y0), (x1, y1) = where[start].tolist(), where[end].tolist()

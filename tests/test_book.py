@@ -9,6 +9,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
+import jupytext
 import pytest
 import yaml
 
@@ -189,3 +190,22 @@ def test_every_page_that_trains_sets_the_full_profile():
             missing.append(name)
     assert len(trains) >= 15, trains  # the detector still sees the training pages
     assert not missing, f"pages that train without a full= setting: {missing}"
+
+
+# The code box of a page is about 95 characters wide at 1400 px; a longer line scrolls sideways.
+CODE_WIDTH = 88
+# Cells a reader never sees, even on request.
+NEVER_SHOWN = {"remove-cell", "remove-input"}
+
+
+def test_the_code_a_reader_sees_fits_its_box():
+    long_lines = []
+    for name in toc_files():
+        page = REPO / f"{name}.md"
+        if not page.exists() or "kernelspec:" not in page.read_text():
+            continue
+        for cell in jupytext.read(page).cells:
+            if cell.cell_type != "code" or NEVER_SHOWN & set(cell.metadata.get("tags", [])):
+                continue
+            long_lines += [f"{name}: {line}" for line in cell.source.splitlines() if len(line) > CODE_WIDTH]
+    assert not long_lines, f"{len(long_lines)} code lines over {CODE_WIDTH} characters:\n" + "\n".join(long_lines)

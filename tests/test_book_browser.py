@@ -124,6 +124,78 @@ def test_page_loads_offline_with_no_errors_and_renders_its_maths_tables_and_imag
     assert not opened.console_errors, f"{name}: console errors {opened.console_errors}"
 
 
+# Text a reader should never meet (object reprs are test_book.py's): a Markdown escape shown as
+# text (`max\_norm`), a float printed with all its digits (`1.1920928955078125e-07`).
+STRAY_OUTPUTS = {
+    "a visible Markdown escape": re.compile(r"\w\\_\w"),
+    "an unformatted float": re.compile(r"\b\d\.\d{12,}(?:e[-+]?\d+)?\b"),
+}
+
+
+def _text_outside_code_and_maths(page) -> str:
+    """What a reader reads on the page: its prose and printed outputs, not its code or maths."""
+    return page.evaluate("""() => {
+        const article = document.querySelector("main article").cloneNode(true);
+        for (const hidden of article.querySelectorAll(".cell_input, .math, mjx-container, script")) hidden.remove();
+        return article.innerText;
+    }""")
+
+
+@pytest.mark.parametrize("name", toc_files())
+def test_page_has_captioned_figures_and_no_stray_outputs(visit, name):
+    page = visit(name).page
+    uncaptioned = page.evaluate("""() => [...document.querySelectorAll("main article img")]
+        .filter(img => !img.closest("figure")?.querySelector("figcaption .caption-number"))
+        .map(img => img.alt || img.src)""")
+    assert not uncaptioned, f"{name}: figures without a numbered caption: {uncaptioned}"
+    alt_is_a_path = page.eval_on_selector_all(
+        "main article img", "imgs => imgs.map(img => img.alt).filter(alt => !alt || /\\.(png|svg|jpe?g)$/i.test(alt))")
+    assert not alt_is_a_path, f"{name}: figures whose alt text is empty or a file name: {alt_is_a_path}"
+    # A cell whose last expression is a string (a statement returned by a helper) prints it quoted.
+    quoted = page.eval_on_selector_all(
+        "main article .cell_output .text_plain",
+        "outputs => outputs.map(o => o.innerText.trim()).filter(t => /^(['\"]).*\\1$/s.test(t))")
+    assert not quoted, f"{name}: strings printed under cells: {quoted}"
+    text = _text_outside_code_and_maths(page)
+    for what, pattern in STRAY_OUTPUTS.items():
+        found = [text[max(m.start() - 60, 0):m.end() + 20] for m in pattern.finditer(text)]
+        assert not found, f"{name}: {what} in the page's text: {found}"
+
+
+# At the width of a laptop screen, nothing in the column may be wider than the column: a display
+# equation or a table that overflows is cut off or scrolls sideways (_static/book.css makes them
+# scroll inside their own box, so the test measures that box). The code boxes of the chapters'
+# pages are measured too; the exercise notebooks' code is not yet wrapped to the box.
+DESKTOP = {"width": 1400, "height": 1000}
+
+
+@pytest.mark.parametrize("name", toc_files())
+def test_equations_tables_and_code_fit_the_column_at_desktop_width(browser, base_url, name):
+    context = browser.new_context(viewport=DESKTOP)
+    try:
+        page = context.new_page()
+        page.goto(urljoin(base_url, f"{name}.html"), wait_until="load")
+        if page.locator(".math").count():
+            _wait_for_mathjax(page)
+        overflowing = page.evaluate("""withCode => {
+            const wide = [];
+            const checked = [["equation", "main article mjx-container[display='true']"],
+                             ["table", "main article table"]];
+            if (withCode) checked.push(["code box", "main article .cell_input pre"]);
+            for (const [kind, selector] of checked) {
+                for (const element of document.querySelectorAll(selector)) {
+                    if (element.scrollWidth > element.clientWidth + 2)
+                        wide.push(`${kind} ${element.scrollWidth}px in ${element.clientWidth}px: ` +
+                                  element.innerText.replace(/\\s+/g, " ").slice(0, 80));
+                }
+            }
+            return wide;
+        }""", name.startswith("book/"))
+        assert not overflowing, f"{name}: wider than the column at 1400 px: {overflowing}"
+    finally:
+        context.close()
+
+
 def test_chapter_pages_have_maths_and_figures(visit):
     """The per-page test above passes vacuously on a page with neither; the chapters have both."""
     opened = visit("book/05-transformers/encoder-layer")
