@@ -8,7 +8,7 @@ solution of an exercise.
 from nlpbook.device import get_device
 from nlpbook.seed import seed_everything
 from nlpbook.profile import PROFILES, current_profile, choose
-from nlpbook.claims import claim, choose_words
+from nlpbook.claims import claim, choose_words, counted
 from nlpbook.timing import time_call
 from nlpbook.notebook import add_to_class
 from nlpbook.train import History, train
@@ -20,6 +20,7 @@ __all__ = [
     "choose",
     "choose_words",
     "claim",
+    "counted",
     "current_profile",
     "get_device",
     "seed_everything",

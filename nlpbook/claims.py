@@ -71,3 +71,8 @@ def claim(condition: bool, statement: str, **figures: float) -> None:
 def choose_words(condition: bool, if_true: str, if_false: str) -> str:
     """The wording that matches the result, for sentences whose direction depends on the run."""
     return if_true if condition else if_false
+
+
+def counted(number: int, noun: str, plural: str | None = None) -> str:
+    """``number`` and its noun in the right number: "1 seed", "3 seeds" (never "1 seed(s)")."""
+    return f"{number} {noun if number == 1 else plural or noun + 's'}"

@@ -6,6 +6,7 @@ recorded, so a page that only works online (a CDN script, a web font) fails the 
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import os
@@ -162,27 +163,34 @@ def test_page_has_captioned_figures_and_no_stray_outputs(visit, name):
         assert not found, f"{name}: {what} in the page's text: {found}"
 
 
-# At the width of a laptop screen, nothing in the column may be wider than the column: a display
-# equation or a table that overflows is cut off or scrolls sideways (_static/book.css makes them
-# scroll inside their own box, so the test measures that box). The code boxes of the chapters'
-# pages are measured too; the exercise notebooks' code is not yet wrapped to the box.
-DESKTOP = {"width": 1400, "height": 1000}
-
-
-@pytest.mark.parametrize("name", toc_files())
-def test_equations_tables_and_code_fit_the_column_at_desktop_width(browser, base_url, name):
-    context = browser.new_context(viewport=DESKTOP)
+@contextlib.contextmanager
+def _opened_at(browser, base_url: str, name: str, viewport: dict):
+    """The page in a fresh context of the given window size, its maths typeset."""
+    context = browser.new_context(viewport=viewport)
     try:
         page = context.new_page()
         page.goto(urljoin(base_url, f"{name}.html"), wait_until="load")
         if page.locator(".math").count():
             _wait_for_mathjax(page)
-        overflowing = page.evaluate("""withCode => {
+        yield page
+    finally:
+        context.close()
+
+
+# At the width of a laptop screen, nothing in the column may be wider than the column: a display
+# equation or a table that overflows is cut off or scrolls sideways (_static/book.css makes them
+# scroll inside their own box, so the test measures that box), nor a code box.
+DESKTOP = {"width": 1400, "height": 1000}
+
+
+@pytest.mark.parametrize("name", toc_files())
+def test_equations_tables_and_code_fit_the_column_at_desktop_width(browser, base_url, name):
+    with _opened_at(browser, base_url, name, DESKTOP) as page:
+        overflowing = page.evaluate("""() => {
             const wide = [];
-            const checked = [["equation", "main article mjx-container[display='true']"],
-                             ["table", "main article table"]];
-            if (withCode) checked.push(["code box", "main article .cell_input pre"]);
-            for (const [kind, selector] of checked) {
+            for (const [kind, selector] of [["equation", "main article mjx-container[display='true']"],
+                                            ["table", "main article table"],
+                                            ["code box", "main article .cell_input pre"]]) {
                 for (const element of document.querySelectorAll(selector)) {
                     if (element.scrollWidth > element.clientWidth + 2)
                         wide.push(`${kind} ${element.scrollWidth}px in ${element.clientWidth}px: ` +
@@ -190,10 +198,28 @@ def test_equations_tables_and_code_fit_the_column_at_desktop_width(browser, base
                 }
             }
             return wide;
-        }""", name.startswith("book/"))
+        }""")
         assert not overflowing, f"{name}: wider than the column at 1400 px: {overflowing}"
-    finally:
-        context.close()
+
+
+# On a phone the page itself must not scroll sideways: what is too wide (code, tables, equations)
+# scrolls inside its own box, and long inline code names break (_static/book.css).
+PHONE = {"width": 390, "height": 844}
+
+
+@pytest.mark.parametrize("name", toc_files())
+def test_page_does_not_scroll_sideways_on_a_phone(browser, base_url, name):
+    with _opened_at(browser, base_url, name, PHONE) as page:
+        width, sticking_out = page.evaluate("""() => {
+            const right = document.documentElement.clientWidth + 1, out = [];
+            for (const element of document.querySelectorAll("main article *"))
+                if (element.getBoundingClientRect().right > right
+                        && !element.closest("pre, table, mjx-container, .cell_output"))
+                    out.push(`${element.tagName}: ${(element.innerText || "").slice(0, 60)}`);
+            return [document.documentElement.scrollWidth, out.slice(0, 5)];
+        }""")
+        assert width <= PHONE["width"] + 1 and not sticking_out, (
+            f"{name}: {width}px wide at {PHONE['width']} px; sticking out: {sticking_out}")
 
 
 def test_chapter_pages_have_maths_and_figures(visit):

@@ -45,3 +45,10 @@ def test_every_claim_goes_to_the_log_when_one_is_named(monkeypatch, tmp_path):
 def test_choose_words_picks_the_wording_of_the_result():
     assert claims.choose_words(3 > 2, "ahead", "behind") == "ahead"
     assert claims.choose_words(1 > 2, "ahead", "behind") == "behind"
+
+
+def test_counted_agrees_in_number():
+    assert claims.counted(1, "seed") == "1 seed"
+    assert claims.counted(3, "seed") == "3 seeds"
+    assert claims.counted(0, "epoch") == "0 epochs"
+    assert claims.counted(2, "analysis", "analyses") == "2 analyses"
