@@ -62,6 +62,13 @@ def toc_files() -> list[str]:
     return files
 
 
+def notebook_pages() -> list[str]:
+    """The pages with code: MyST notebooks (a kernelspec in their header), not the chapter openers,
+    the exercise pages or the preface."""
+    return [name for name in toc_files()
+            if (page := REPO / f"{name}.md").exists() and "kernelspec:" in page.read_text()]
+
+
 @pytest.fixture(scope="session")
 def built_book(tmp_path_factory):
     """The README's build command (plus -n) into a fresh folder: (the finished process, its output folder).

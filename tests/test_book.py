@@ -13,7 +13,7 @@ import jupytext
 import pytest
 import yaml
 
-from conftest import JUPYTER_BOOK, REPO, SOLUTION_MARKERS, toc_files
+from conftest import JUPYTER_BOOK, REPO, SOLUTION_MARKERS, notebook_pages, toc_files
 
 
 @pytest.fixture(scope="module")
@@ -200,11 +200,8 @@ NEVER_SHOWN = {"remove-cell", "remove-input"}
 
 def test_the_code_a_reader_sees_fits_its_box():
     long_lines = []
-    for name in toc_files():
-        page = REPO / f"{name}.md"
-        if not page.exists() or "kernelspec:" not in page.read_text():
-            continue
-        for cell in jupytext.read(page).cells:
+    for name in notebook_pages():
+        for cell in jupytext.read(REPO / f"{name}.md").cells:
             if cell.cell_type != "code" or NEVER_SHOWN & set(cell.metadata.get("tags", [])):
                 continue
             long_lines += [f"{name}: {line}" for line in cell.source.splitlines() if len(line) > CODE_WIDTH]

@@ -6,7 +6,6 @@ recorded, so a page that only works online (a CDN script, a web font) fails the 
 """
 from __future__ import annotations
 
-import contextlib
 import functools
 import json
 import os
@@ -21,7 +20,7 @@ import pytest
 import yaml
 from playwright.sync_api import sync_playwright
 
-from conftest import REPO, SOLUTION_MARKERS, toc_files
+from conftest import REPO, SOLUTION_MARKERS, notebook_pages, toc_files
 
 
 def chromium_executable() -> str:
@@ -61,11 +60,11 @@ def browser():
 class Visit:
     """One page opened in a fresh browser context, with everything that went wrong on the way."""
 
-    def __init__(self, browser, url: str):
+    def __init__(self, browser, url: str, viewport: dict | None = None):
         self.console_errors: list[str] = []
         self.failed: list[str] = []
         self.outside: list[str] = []
-        self.context = browser.new_context()
+        self.context = browser.new_context(viewport=viewport) if viewport else browser.new_context()
         self.context.route("**/*", self._only_loopback)
         self.page = self.context.new_page()
         self.page.on("console", lambda message: message.type == "error" and self.console_errors.append(message.text))
@@ -90,8 +89,10 @@ class Visit:
 def visit(browser, base_url):
     opened: list[Visit] = []
 
-    def open_page(name: str) -> Visit:
-        opened.append(Visit(browser, urljoin(base_url, f"{name}.html")))
+    def open_page(name: str, viewport: dict | None = None) -> Visit:
+        """The page in a fresh context; ``viewport`` sets the window's size (Playwright's default
+        otherwise)."""
+        opened.append(Visit(browser, urljoin(base_url, f"{name}.html"), viewport))
         return opened[-1]
 
     yield open_page
@@ -103,6 +104,13 @@ def _wait_for_mathjax(page) -> None:
     # MathJax 3 typesets after load; its startup promise settles when the page is done.
     page.wait_for_function("() => window.MathJax && MathJax.startup && MathJax.startup.promise", timeout=30_000)
     page.evaluate("() => MathJax.startup.promise")
+
+
+def _typeset(page):
+    """The page once its maths, if it has any, is typeset: widths are measured on the result."""
+    if page.locator(".math").count():
+        _wait_for_mathjax(page)
+    return page
 
 
 @pytest.mark.parametrize("name", toc_files())
@@ -163,20 +171,6 @@ def test_page_has_captioned_figures_and_no_stray_outputs(visit, name):
         assert not found, f"{name}: {what} in the page's text: {found}"
 
 
-@contextlib.contextmanager
-def _opened_at(browser, base_url: str, name: str, viewport: dict):
-    """The page in a fresh context of the given window size, its maths typeset."""
-    context = browser.new_context(viewport=viewport)
-    try:
-        page = context.new_page()
-        page.goto(urljoin(base_url, f"{name}.html"), wait_until="load")
-        if page.locator(".math").count():
-            _wait_for_mathjax(page)
-        yield page
-    finally:
-        context.close()
-
-
 # At the width of a laptop screen, nothing in the column may be wider than the column: a display
 # equation or a table that overflows is cut off or scrolls sideways (_static/book.css makes them
 # scroll inside their own box, so the test measures that box), nor a code box.
@@ -184,22 +178,22 @@ DESKTOP = {"width": 1400, "height": 1000}
 
 
 @pytest.mark.parametrize("name", toc_files())
-def test_equations_tables_and_code_fit_the_column_at_desktop_width(browser, base_url, name):
-    with _opened_at(browser, base_url, name, DESKTOP) as page:
-        overflowing = page.evaluate("""() => {
-            const wide = [];
-            for (const [kind, selector] of [["equation", "main article mjx-container[display='true']"],
-                                            ["table", "main article table"],
-                                            ["code box", "main article .cell_input pre"]]) {
-                for (const element of document.querySelectorAll(selector)) {
-                    if (element.scrollWidth > element.clientWidth + 2)
-                        wide.push(`${kind} ${element.scrollWidth}px in ${element.clientWidth}px: ` +
-                                  element.innerText.replace(/\\s+/g, " ").slice(0, 80));
-                }
+def test_equations_tables_and_code_fit_the_column_at_desktop_width(visit, name):
+    page = _typeset(visit(name, DESKTOP).page)
+    overflowing = page.evaluate("""() => {
+        const wide = [];
+        for (const [kind, selector] of [["equation", "main article mjx-container[display='true']"],
+                                        ["table", "main article table"],
+                                        ["code box", "main article .cell_input pre"]]) {
+            for (const element of document.querySelectorAll(selector)) {
+                if (element.scrollWidth > element.clientWidth + 2)
+                    wide.push(`${kind} ${element.scrollWidth}px in ${element.clientWidth}px: ` +
+                              element.innerText.replace(/\\s+/g, " ").slice(0, 80));
             }
-            return wide;
-        }""")
-        assert not overflowing, f"{name}: wider than the column at 1400 px: {overflowing}"
+        }
+        return wide;
+    }""")
+    assert not overflowing, f"{name}: wider than the column at 1400 px: {overflowing}"
 
 
 # On a phone the page itself must not scroll sideways: what is too wide (code, tables, equations)
@@ -208,18 +202,18 @@ PHONE = {"width": 390, "height": 844}
 
 
 @pytest.mark.parametrize("name", toc_files())
-def test_page_does_not_scroll_sideways_on_a_phone(browser, base_url, name):
-    with _opened_at(browser, base_url, name, PHONE) as page:
-        width, sticking_out = page.evaluate("""() => {
-            const right = document.documentElement.clientWidth + 1, out = [];
-            for (const element of document.querySelectorAll("main article *"))
-                if (element.getBoundingClientRect().right > right
-                        && !element.closest("pre, table, mjx-container, .cell_output"))
-                    out.push(`${element.tagName}: ${(element.innerText || "").slice(0, 60)}`);
-            return [document.documentElement.scrollWidth, out.slice(0, 5)];
-        }""")
-        assert width <= PHONE["width"] + 1 and not sticking_out, (
-            f"{name}: {width}px wide at {PHONE['width']} px; sticking out: {sticking_out}")
+def test_page_does_not_scroll_sideways_on_a_phone(visit, name):
+    page = _typeset(visit(name, PHONE).page)
+    width, sticking_out = page.evaluate("""() => {
+        const right = document.documentElement.clientWidth + 1, out = [];
+        for (const element of document.querySelectorAll("main article *"))
+            if (element.getBoundingClientRect().right > right
+                    && !element.closest("pre, table, mjx-container, .cell_output"))
+                out.push(`${element.tagName}: ${(element.innerText || "").slice(0, 60)}`);
+        return [document.documentElement.scrollWidth, out.slice(0, 5)];
+    }""")
+    assert width <= PHONE["width"] + 1 and not sticking_out, (
+        f"{name}: {width}px wide at {PHONE['width']} px; sticking out: {sticking_out}")
 
 
 def test_chapter_pages_have_maths_and_figures(visit):
@@ -241,9 +235,7 @@ def _hrefs(page, selector: str) -> list[str]:
 
 
 EXERCISES = [name for name in toc_files() if name.startswith("exercises/")]
-# The pages with code: MyST notebooks (a kernelspec in their header), not the chapter openers.
-NOTEBOOK_PAGES = [name for name in toc_files()
-                  if name.startswith("book/") and "kernelspec:" in (REPO / f"{name}.md").read_text()]
+NOTEBOOK_PAGES = notebook_pages()
 
 
 @pytest.mark.parametrize("name", EXERCISES)
