@@ -13,6 +13,21 @@ from nlpbook.timing import time_call
 from nlpbook.notebook import add_to_class
 from nlpbook.train import History, train
 
+
+
+def use_book_style() -> None:
+    """Draw this notebook's figures in the book's style (``nlpbook.plot.BOOK_STYLE``).
+
+    Pages call it after their imports; it is not done on ``import nlpbook`` because code that
+    draws nothing (the graders, the exercises' tests) should not load matplotlib.
+    """
+    import matplotlib
+
+    from nlpbook.plot import BOOK_STYLE
+
+    matplotlib.rcParams.update(BOOK_STYLE)
+
+
 __all__ = [
     "PROFILES",
     "add_to_class",
@@ -26,4 +41,5 @@ __all__ = [
     "seed_everything",
     "time_call",
     "train",
+    "use_book_style",
 ]

@@ -7,6 +7,28 @@ from typing import Sequence
 import matplotlib.pyplot as plt
 import torch
 
+#: The widest figure the book shows at its natural size, in inches: sphinx-book-theme gives a
+#: figure 768 px of its text column at desktop width, and the book's style draws 100 px to the
+#: inch. A wider figure is shrunk to the column and its lettering with it (an 11-inch figure's
+#: 10-point labels read as 7-point ones), so a row of panels shares this width instead.
+COLUMN_WIDTH = 7.5
+
+#: The book's figure style (``nlpbook.use_book_style()`` applies it): one size of lettering,
+#: readable in the column, and one colour map for every heat map.
+BOOK_STYLE = {
+    "figure.dpi": 100,
+    "figure.figsize": (COLUMN_WIDTH, 3.4),
+    "font.size": 10,
+    "axes.titlesize": 11,
+    "axes.labelsize": 10,
+    "xtick.labelsize": 10,
+    "ytick.labelsize": 10,
+    "legend.fontsize": 10,
+    "figure.titlesize": 11,
+    "image.cmap": "viridis",
+    "grid.alpha": 0.3,
+}
+
 
 def _as_matrix(weights) -> torch.Tensor:
     matrix = torch.as_tensor(weights).detach().float().cpu()
@@ -24,7 +46,7 @@ def attention_heatmap(
     title: str | None = None,
     annotate: bool = False,
     colorbar: bool = True,
-    cmap: str = "viridis",
+    cmap: str | None = None,
     xlabel: str = "key (attended to)",
     ylabel: str = "query",
 ) -> plt.Axes:
@@ -33,11 +55,11 @@ def attention_heatmap(
     ``weights`` is ``(T_q, T_k)``.  ``annotate=True`` writes each probability
     in its cell (readable up to about 12 x 12).  Any non-negative matrix with
     labelled rows and columns works (co-occurrence counts, say), with its own
-    ``xlabel`` and ``ylabel``.
+    ``xlabel`` and ``ylabel``.  ``cmap`` defaults to the style's colour map.
     """
     matrix = _as_matrix(weights)
     if ax is None:
-        size = max(3.0, 0.45 * matrix.shape[1] + 1.5)
+        size = min(COLUMN_WIDTH, max(3.0, 0.45 * matrix.shape[1] + 1.5))
         _, ax = plt.subplots(figsize=(size, max(2.5, 0.45 * matrix.shape[0] + 1.0)))
     image = ax.imshow(matrix.numpy(), cmap=cmap, vmin=0.0, vmax=max(1e-9, float(matrix.max())))
     for labels, length in ((keys, matrix.shape[1]), (queries, matrix.shape[0])):
@@ -73,15 +95,17 @@ def attention_heads(
 ) -> plt.Figure:
     """Draw every head of one layer in a grid of ``ncols`` columns; ``weights`` is ``(H, T_q, T_k)``.
 
-    Two columns by default: a figure is shrunk to the width of the page, and four maps in a row
-    leave their token labels too small to read."""
+    Two columns by default: a row of panels shares the column's width (``COLUMN_WIDTH``), and
+    four maps in a row leave their token labels too small to read."""
     stack = torch.as_tensor(weights).detach().float().cpu()
     if stack.dim() != 3:
         raise ValueError(f"expected (heads, queries, keys) weights, got shape {tuple(stack.shape)}")
     heads = stack.shape[0]
     ncols = min(ncols, heads)
     nrows = math.ceil(heads / ncols)
-    fig, axes = plt.subplots(nrows, ncols, figsize=(3.2 * ncols, 3.0 * nrows), squeeze=False)
+    width = min(COLUMN_WIDTH, 3.2 * ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(width, width / ncols * 0.95 * nrows),
+                             squeeze=False)
     for head, ax in enumerate(axes.flat):
         if head >= heads:
             ax.axis("off")

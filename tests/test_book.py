@@ -206,3 +206,22 @@ def test_the_code_a_reader_sees_fits_its_box():
                 continue
             long_lines += [f"{name}: {line}" for line in cell.source.splitlines() if len(line) > CODE_WIDTH]
     assert not long_lines, f"{len(long_lines)} code lines over {CODE_WIDTH} characters:\n" + "\n".join(long_lines)
+
+
+def test_pages_that_draw_show_their_imports_and_use_the_book_style():
+    """A reader sees what a page imports, and every figure has the book's lettering and width."""
+    drawing, hidden, unstyled = [], [], []
+    for name in notebook_pages():
+        code = [c for c in jupytext.read(REPO / f"{name}.md").cells if c.cell_type == "code"]
+        if not code:
+            continue
+        first = code[0]
+        if NEVER_SHOWN & set(first.metadata.get("tags", [])):
+            hidden.append(name)
+        if any("matplotlib" in cell.source for cell in code):
+            drawing.append(name)
+            if "nlpbook.use_book_style()" not in first.source:
+                unstyled.append(name)
+    assert len(drawing) >= 25, drawing  # the detector still sees the pages with figures
+    assert not hidden, f"pages whose import cell is hidden: {hidden}"
+    assert not unstyled, f"pages that draw without nlpbook.use_book_style() in their first cell: {unstyled}"

@@ -173,7 +173,9 @@ def test_page_has_captioned_figures_and_no_stray_outputs(visit, name):
 
 # At the width of a laptop screen, nothing in the column may be wider than the column: a display
 # equation or a table that overflows is cut off or scrolls sideways (_static/book.css makes them
-# scroll inside their own box, so the test measures that box), nor a code box.
+# scroll inside their own box, so the test measures that box), nor a code box. A figure wider
+# than the column is shrunk to it, lettering and all: every figure is drawn at most
+# nlpbook.plot.COLUMN_WIDTH wide, so that the column shows it at its natural size.
 DESKTOP = {"width": 1400, "height": 1000}
 
 
@@ -194,6 +196,10 @@ def test_equations_tables_and_code_fit_the_column_at_desktop_width(visit, name):
         return wide;
     }""")
     assert not overflowing, f"{name}: wider than the column at 1400 px: {overflowing}"
+    shrunk = page.evaluate("""() => [...document.querySelectorAll("main article img")]
+        .filter(img => img.naturalWidth > 1.03 * img.clientWidth)
+        .map(img => `${img.naturalWidth}px shown ${img.clientWidth}px: ${img.alt.slice(0, 60)}`)""")
+    assert not shrunk, f"{name}: figures shrunk to fit the column at 1400 px: {shrunk}"
 
 
 # On a phone the page itself must not scroll sideways: what is too wide (code, tables, equations)

@@ -76,3 +76,24 @@ def test_plain_log_ticks_label_log_axes_with_plain_numbers():
     assert shown and all("10^" not in t and "times" not in t for t in shown)
     assert {"2", "5", "10", "20", "50"} <= set(shown)
     plt.close(fig)
+
+
+def test_book_style_sets_the_column_width_and_one_colour_map():
+    import nlpbook
+
+    with matplotlib.rc_context():
+        nlpbook.use_book_style()
+        fig = plt.figure()
+        assert tuple(fig.get_size_inches()) == (plot.COLUMN_WIDTH, 3.4)
+        assert fig.dpi == 100 and plot.COLUMN_WIDTH * fig.dpi <= 768  # the column at 1400 px
+        ax = attention_heatmap(torch.rand(2, 2), ax=fig.add_subplot())
+        assert ax.get_images()[0].get_cmap().name == plot.BOOK_STYLE["image.cmap"]
+    plt.close("all")
+
+
+def test_helpers_never_draw_wider_than_the_column():
+    wide = attention_heatmap(torch.rand(3, 40)).figure
+    heads = attention_heads(torch.rand(8, 3, 3), ncols=4)
+    for fig in (wide, heads):
+        assert fig.get_size_inches()[0] <= plot.COLUMN_WIDTH
+    plt.close("all")
