@@ -8,8 +8,8 @@ solution of an exercise.
 from nlpbook.device import get_device
 from nlpbook.seed import seed_everything
 from nlpbook.profile import PROFILES, current_profile, choose
-from nlpbook.claims import claim, choose_words, counted
-from nlpbook.timing import time_call
+from nlpbook.claims import agreement, claim, choose_words, counted
+from nlpbook.timing import duration, time_call
 from nlpbook.notebook import add_to_class
 from nlpbook.train import History, train
 
@@ -31,12 +31,14 @@ def use_book_style() -> None:
 __all__ = [
     "PROFILES",
     "add_to_class",
+    "agreement",
     "History",
     "choose",
     "choose_words",
     "claim",
     "counted",
     "current_profile",
+    "duration",
     "get_device",
     "seed_everything",
     "time_call",

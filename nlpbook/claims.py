@@ -76,3 +76,10 @@ def choose_words(condition: bool, if_true: str, if_false: str) -> str:
 def counted(number: int, noun: str, plural: str | None = None) -> str:
     """``number`` and its noun in the right number: "1 seed", "3 seeds" (never "1 seed(s)")."""
     return f"{number} {noun if number == 1 else plural or noun + 's'}"
+
+
+def agreement(difference: float) -> str:
+    """How two computations agree, for a sentence: "exactly" or "to within 3e-07"."""
+    if difference < 0:
+        raise ValueError(f"a difference is a size, not {difference}")
+    return "exactly" if difference == 0 else f"to within {difference:.0e}"

@@ -35,3 +35,12 @@ def mean_std(values: Sequence[float], digits: int = 3) -> str:
     if len(values) > 1:
         text += f" ± {values.std(ddof=1):.{digits}f}"
     return text
+
+
+def over_seeds(values: Sequence[float], digits: int = 2) -> str:
+    """``"4.63 ± 0.02 over 3 seeds"`` (mean ± sample standard deviation), or ``"4.61 with 1 seed"``:
+    a result and the number of runs it rests on, for a sentence."""
+    values = _runs(values)
+    if len(values) == 1:
+        return f"{values[0]:.{digits}f} with 1 seed"
+    return f"{mean_std(values, digits)} over {len(values)} seeds"

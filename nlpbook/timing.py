@@ -34,3 +34,14 @@ def time_call(
         _synchronize(device)
         samples.append(time.perf_counter() - start)
     return statistics.median(samples)
+
+
+def duration(seconds: float) -> str:
+    """A measured time as a reader wants it: "0.4 s", "45 s", "3.2 minutes", never "0.0 minutes"."""
+    if seconds < 0:
+        raise ValueError(f"a duration cannot be negative: {seconds}")
+    if seconds < 10:
+        return f"{seconds:.1f} s"
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    return f"{seconds / 60:.1f} minutes"

@@ -52,3 +52,12 @@ def test_counted_agrees_in_number():
     assert claims.counted(3, "seed") == "3 seeds"
     assert claims.counted(0, "epoch") == "0 epochs"
     assert claims.counted(2, "analysis", "analyses") == "2 analyses"
+
+
+def test_agreement_says_exactly_only_for_a_zero_difference():
+    import nlpbook
+
+    assert nlpbook.agreement(0.0) == "exactly"
+    assert nlpbook.agreement(3.2e-7) == "to within 3e-07"
+    with pytest.raises(ValueError, match="a size"):
+        nlpbook.agreement(-1e-9)

@@ -21,3 +21,10 @@ def test_an_empty_list_is_an_error_not_nan():
     for summarize in (mean_range, mean_std):
         with pytest.raises(ValueError, match="empty"):
             summarize([])
+
+
+def test_over_seeds_says_how_many_runs_a_figure_rests_on():
+    from nlpbook.spread import over_seeds
+
+    assert over_seeds([4.6125]) == "4.61 with 1 seed"
+    assert over_seeds([1.0, 2.0, 3.0], digits=1) == "2.0 ± 1.0 over 3 seeds"
