@@ -18,6 +18,7 @@ when it is set, so that a build of the whole book can be summed up afterwards
 from __future__ import annotations
 
 import json
+import math
 import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -79,7 +80,15 @@ def counted(number: int, noun: str, plural: str | None = None) -> str:
 
 
 def agreement(difference: float) -> str:
-    """How two computations agree, for a sentence: "exactly" or "to within 3e-07"."""
+    """How two computations agree, for a sentence: "exactly" or "to within 3e-07".
+
+    The bound is rounded up, so that it is one: 2.4e-07 is "to within 3e-07", not 2e-07."""
     if difference < 0:
         raise ValueError(f"a difference is a size, not {difference}")
-    return "exactly" if difference == 0 else f"to within {difference:.0e}"
+    if difference == 0:
+        return "exactly"
+    exponent = math.floor(math.log10(difference))
+    digit = math.ceil(round(difference / 10.0 ** exponent, 9))
+    if digit == 10:
+        digit, exponent = 1, exponent + 1
+    return f"to within {digit}e{exponent:+03d}"

@@ -20,11 +20,17 @@ def _runs(values: Sequence[float]) -> np.ndarray:
 
 
 def mean_range(values: Sequence[float], digits: int = 1) -> str:
-    """``"9.6 (9.0 to 10.1)"``: the mean, then the lowest and highest value."""
+    """``"9.6 (9.0 to 10.1)"``: the mean, then the lowest and highest value.
+
+    Runs that differ but print alike get more digits ("11.7 (11.71 to 11.74)"), so that a
+    range never reads as "11.7 to 11.7" unless the runs agree."""
     values = _runs(values)
     text = f"{values.mean():.{digits}f}"
     if len(values) > 1:
-        text += f" ({values.min():.{digits}f} to {values.max():.{digits}f})"
+        low, high, shown = values.min(), values.max(), digits
+        while f"{low:.{shown}f}" == f"{high:.{shown}f}" and low != high and shown < digits + 3:
+            shown += 1
+        text += f" ({low:.{shown}f} to {high:.{shown}f})"
     return text
 
 

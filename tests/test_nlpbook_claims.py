@@ -58,6 +58,8 @@ def test_agreement_says_exactly_only_for_a_zero_difference():
     import nlpbook
 
     assert nlpbook.agreement(0.0) == "exactly"
-    assert nlpbook.agreement(3.2e-7) == "to within 3e-07"
+    assert nlpbook.agreement(3.0e-7) == "to within 3e-07"
+    assert nlpbook.agreement(2.4e-7) == "to within 3e-07"  # a bound: rounded up
+    assert nlpbook.agreement(9.6e-5) == "to within 1e-04"
     with pytest.raises(ValueError, match="a size"):
         nlpbook.agreement(-1e-9)

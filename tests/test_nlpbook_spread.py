@@ -23,6 +23,11 @@ def test_an_empty_list_is_an_error_not_nan():
             summarize([])
 
 
+def test_mean_range_shows_runs_that_differ_as_different():
+    assert mean_range([11.709, 11.744]) == "11.7 (11.71 to 11.74)"
+    assert mean_range([2.0, 2.0]) == "2.0 (2.0 to 2.0)"
+
+
 def test_over_seeds_says_how_many_runs_a_figure_rests_on():
     from nlpbook.spread import over_seeds
 
