@@ -40,12 +40,17 @@ def char_data(valid_stories: int = 30) -> CharData:
 
 
 @lru_cache(maxsize=None)
-def bible_char_data(translation: str = "web") -> CharData:
-    """One Bible translation as lower-cased characters: the training chapters for training, the
-    validation chapters for validation (``nlpbook.corpora.bible_split``, whole chapters, so no
-    verse's neighbour sits on the other side).  The World English Bible gives 3.4M training
-    characters and 209k validation characters."""
-    return _char_data(bible_text(translation, "train").lower(), bible_text(translation, "valid").lower())
+def bible_char_data(*translations: str) -> CharData:
+    """Bible translations (keys of ``nlpbook.corpora.BIBLE_TRANSLATIONS``; the World English Bible
+    when none is named) as lower-cased characters: the training chapters of every translation
+    named for training, one after another, and the validation chapters of the first for
+    validation.  Chapters are split whole and alike in every translation
+    (``nlpbook.corpora.bible_split``), so no verse, nor any translation of it, sits on both sides.
+    The World English Bible alone gives 3.4M training characters and 209k validation characters;
+    with the King James Version and the Bible in Basic English, 10.4M training characters."""
+    translations = translations or ("web",)
+    train_text = "\n\n".join(bible_text(translation, "train").lower() for translation in translations)
+    return _char_data(train_text, bible_text(translations[0], "valid").lower())
 
 
 def _char_data(train_text: str, valid_text: str) -> CharData:
@@ -125,6 +130,30 @@ def perplexity(model: nn.Module, ids: torch.Tensor, chunk: int | None = None, ba
         count += last.shape[1] - 1
     model.train(was_training)
     return math.exp(total / count)
+
+
+@torch.no_grad()
+def loss_by_position(model: nn.Module, ids: torch.Tensor, chunk: int, batch_size: int = 128) -> torch.Tensor:
+    """The mean cross-entropy (nats) of each position of ``ids`` read in consecutive chunks of
+    ``chunk`` characters, each from a fresh state, as ``perplexity(..., chunk=chunk)`` reads them:
+    entry t is the loss of predicting a chunk's character t + 1 from the t + 1 before it, so it
+    shows how much a model gains from a longer context.  A shorter last chunk is left out.  (chunk,)"""
+    was_training = model.training
+    model.eval()
+    device = next(model.parameters()).device
+    starts = list(range(0, len(ids) - chunk, chunk))
+    if not starts:
+        raise ValueError(f"a text of {len(ids)} ids is too short for chunks of {chunk + 1}")
+    total = torch.zeros(chunk)
+    for first in range(0, len(starts), batch_size):
+        windows = torch.stack([ids[start:start + chunk + 1] for start in starts[first:first + batch_size]])
+        windows = windows.to(device)  # (b, chunk + 1)
+        logits = model(windows[:, :-1])
+        logits = logits[0] if isinstance(logits, tuple) else logits  # (b, chunk, V)
+        losses = F.cross_entropy(logits.transpose(1, 2), windows[:, 1:], reduction="none")  # (b, chunk)
+        total += losses.sum(0).cpu()
+    model.train(was_training)
+    return total / len(starts)
 
 
 def scored_perplexity(state: dict[str, torch.Tensor], *, characters: int, chunk: int) -> float:

@@ -16,6 +16,8 @@ import math
 from collections import Counter
 from typing import Sequence
 
+import numpy as np
+
 
 class NGramModel:
     """An n-gram model of order ``order`` (1 = unigram) over ids ``0 .. vocab_size - 1``."""
@@ -31,19 +33,41 @@ class NGramModel:
         self.types: list[Counter] = [Counter() for _ in range(order)]  # h -> distinct continuations
 
     def fit(self, tokens: Sequence[int]) -> "NGramModel":
-        tokens = [int(t) for t in tokens]
+        """Count every n-gram of ``tokens`` up to the model's order.  Each gram is read as one
+        integer in base ``vocab_size`` (the oldest token the most significant digit), so one sort
+        counts all the grams of an order: millions of characters take seconds, not minutes.
+        Fitting again replaces the counts."""
+        ids = np.asarray([int(t) for t in tokens], dtype=np.int64)
+        if ids.size and (ids.min() < 0 or ids.max() >= self.vocab_size):
+            raise ValueError(f"token ids must lie in 0 .. {self.vocab_size - 1}, "
+                             f"got {ids.min()} .. {ids.max()}")
+        if self.vocab_size ** self.order >= 2 ** 62:
+            raise ValueError(f"order {self.order} over {self.vocab_size} tokens does not fit in 64-bit codes")
+        codes = np.zeros(len(ids), dtype=np.int64)  # codes[i]: the gram ending at i, up to length n + 1
         for n in range(self.order):  # n = history length
-            for i in range(n, len(tokens)):
-                gram = tuple(tokens[i - n:i + 1])
-                if self.counts[n][gram] == 0:
-                    self.types[n][gram[:-1]] += 1
-                self.counts[n][gram] += 1
-                self.totals[n][gram[:-1]] += 1
+            if n:
+                codes[n:] = codes[n - 1:-1] * self.vocab_size + ids[n:]
+            else:
+                codes[:] = ids
+            grams, counts = np.unique(codes[n:], return_counts=True)
+            # totals: occurrences of each history; types: distinct tokens seen after it
+            histories, inverse = np.unique(grams // self.vocab_size, return_inverse=True)
+            totals = np.bincount(inverse, weights=counts).astype(np.int64)
+            types = np.bincount(inverse)
+            history_keys = list(map(tuple, self._digits(histories, n)))
+            self.counts[n] = Counter(dict(zip(map(tuple, self._digits(grams, n + 1)), counts.tolist())))
+            self.totals[n] = Counter(dict(zip(history_keys, totals.tolist())))
+            self.types[n] = Counter(dict(zip(history_keys, types.tolist())))
         return self
+
+    def _digits(self, codes: np.ndarray, length: int) -> list[list[int]]:
+        """The base-``vocab_size`` digits of each code, oldest first: (len(codes), length)."""
+        powers = self.vocab_size ** np.arange(length - 1, -1, -1, dtype=np.int64)
+        return ((codes[:, None] // powers) % self.vocab_size).tolist()
 
     def probability(self, history: Sequence[int], token: int) -> float:
         """P(token | the last order - 1 tokens of history)."""
-        history = tuple(int(t) for t in history[len(history) - (self.order - 1):]) if self.order > 1 else ()
+        history = tuple(int(t) for t in history[max(0, len(history) - (self.order - 1)):]) if self.order > 1 else ()
         probability = 1.0 / self.vocab_size
         for n in range(0, len(history) + 1):  # from the unigram up to the full history
             h = history[len(history) - n:] if n else ()

@@ -4,8 +4,8 @@ import pytest
 import torch
 import torch.nn as nn
 
-from nlpbook.charlm import (CharRNN, bible_char_data, char_data, next_char_loss, perplexity, random_windows,
-                            scored_perplexity, scored_transformer_perplexity, sequential_batches)
+from nlpbook.charlm import (CharRNN, bible_char_data, char_data, loss_by_position, next_char_loss, perplexity,
+                            random_windows, scored_perplexity, scored_transformer_perplexity, sequential_batches)
 
 
 def test_char_data_holds_out_whole_stories():
@@ -90,6 +90,28 @@ def test_bible_char_data_holds_out_the_validation_chapters_lower_cased():
     assert "".join(data.chars.decode(data.valid_ids[:200].tolist())) == bible_text("web", "valid").lower()[:200]
     assert len(data.train_ids) == len(bible_text("web", "train"))
     assert all(token == token.lower() for token in data.chars.tokens)
+
+
+def test_several_bibles_train_on_every_translation_and_validate_on_the_first():
+    from nlpbook.corpora import bible_text
+
+    data = bible_char_data("basic", "kjv")
+    train = "".join(data.chars.decode(data.train_ids.tolist()))
+    assert train == bible_text("basic", "train").lower() + "\n\n" + bible_text("kjv", "train").lower()
+    assert "".join(data.chars.decode(data.valid_ids.tolist())) == bible_text("basic", "valid").lower()
+    assert bible_char_data().chars.tokens == bible_char_data("web").chars.tokens
+
+
+@pytest.mark.parametrize("cell", ["lstm", "rnn"])
+def test_loss_by_position_averages_to_the_chunked_perplexity(cell):
+    torch.manual_seed(0)
+    ids = torch.randint(0, 7, (4 * 10 + 1,))  # exactly 4 chunks of 10 predictions
+    model = CharRNN(7, embed=4, hidden=8, cell=cell)
+    losses = loss_by_position(model, ids, chunk=10, batch_size=3)
+    assert losses.shape == (10,)
+    assert math.exp(losses.mean().item()) == pytest.approx(perplexity(model, ids, chunk=10), rel=1e-5)
+    with pytest.raises(ValueError, match="too short"):
+        loss_by_position(model, ids[:10], chunk=10)
 
 
 def test_scored_perplexity_is_the_perplexity_of_a_char_rnn_with_those_weights():

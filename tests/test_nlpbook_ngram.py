@@ -39,3 +39,33 @@ def test_bad_arguments():
         NGramModel(0, 3)
     with pytest.raises(ValueError, match="discount"):
         NGramModel(2, 3, discount=1.0)
+
+
+@pytest.mark.parametrize("order", [1, 3, 6])
+def test_counts_match_counting_tuples_one_by_one(order):
+    import random
+    from collections import Counter
+    rng = random.Random(order)
+    text = [rng.randrange(7) for _ in range(2_000)] + [6, 6, 6]
+    model = NGramModel(order, vocab_size=7).fit(text)
+    for n in range(order):  # n = history length: the counts written the slow, obvious way
+        grams = Counter(tuple(text[i - n:i + 1]) for i in range(n, len(text)))
+        assert model.counts[n] == grams
+        assert model.totals[n] == Counter(g[:-1] for g in grams.elements())
+        assert model.types[n] == Counter(g[:-1] for g in grams)
+
+
+def test_fitting_again_replaces_the_counts_and_bad_ids_are_named():
+    model = NGramModel(2, vocab_size=3).fit([0, 1, 2])
+    assert model.fit([1, 1]).counts[1] == {(1, 1): 1}
+    with pytest.raises(ValueError, match="0 .. 2, got 0 .. 3"):
+        model.fit([0, 3])
+
+
+def test_a_history_shorter_than_the_order_is_used_whole():
+    # With three tokens of history a 6-gram model backs off exactly as a 4-gram model does.
+    text = [0, 1, 2, 3, 1, 2, 0, 3, 3, 1, 0, 2, 1, 1, 2, 3, 0, 0, 1, 2, 3] * 3
+    six, four = NGramModel(6, 4).fit(text), NGramModel(4, 4).fit(text)
+    for history in ([1, 2, 3], [3, 0, 0], [2]):
+        for token in range(4):
+            assert six.probability(history, token) == pytest.approx(four.probability(history, token))
