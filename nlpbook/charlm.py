@@ -101,9 +101,22 @@ class CharRNN(nn.Module):
 def next_char_loss(model: nn.Module, window: torch.Tensor) -> torch.Tensor:
     """Mean cross-entropy of predicting ``window[:, 1:]`` from ``window[:, :-1]``; the model returns
     logits first (a tensor, or a tuple whose first item is one)."""
-    logits = model(window[:, :-1])
-    logits = logits[0] if isinstance(logits, tuple) else logits  # (B, T, V)
+    logits = _logits(model, window[:, :-1])  # (B, T, V)
     return F.cross_entropy(logits.flatten(0, 1), window[:, 1:].flatten())
+
+
+def _logits(model: nn.Module, inputs: torch.Tensor) -> torch.Tensor:
+    """The logits of a model that returns them alone or first in a tuple (with its state)."""
+    out = model(inputs)
+    return out[0] if isinstance(out, tuple) else out
+
+
+def _full_chunks(ids: torch.Tensor, chunk: int, batch_size: int, device: torch.device):
+    """The consecutive whole chunks of ``chunk`` predictions in ``ids``, each with the character
+    before it, ``batch_size`` at a time: (b, chunk + 1) windows on ``device``."""
+    starts = range(0, len(ids) - chunk, chunk)
+    for first in range(0, len(starts), batch_size):
+        yield torch.stack([ids[start:start + chunk + 1] for start in starts[first:first + batch_size]]).to(device)
 
 
 @torch.no_grad()
@@ -117,15 +130,12 @@ def perplexity(model: nn.Module, ids: torch.Tensor, chunk: int | None = None, ba
     model.eval()
     device = next(model.parameters()).device
     step = chunk or len(ids) - 1
-    starts = list(range(0, len(ids) - 1, step))
-    full = [start for start in starts if start + step < len(ids)]
     total, count = 0.0, 0
-    for first in range(0, len(full), batch_size):
-        windows = torch.stack([ids[start:start + step + 1] for start in full[first:first + batch_size]])  # (b, step + 1)
-        total += next_char_loss(model, windows.to(device)).item() * windows[:, 1:].numel()
+    for windows in _full_chunks(ids, step, batch_size, device):  # (b, step + 1)
+        total += next_char_loss(model, windows).item() * windows[:, 1:].numel()
         count += windows[:, 1:].numel()
-    if len(full) < len(starts):
-        last = ids[starts[-1]:].to(device)[None]  # (1, T + 1), shorter than a chunk
+    if (len(ids) - 1) % step:
+        last = ids[(len(ids) - 1) // step * step:].to(device)[None]  # (1, T + 1), shorter than a chunk
         total += next_char_loss(model, last).item() * (last.shape[1] - 1)
         count += last.shape[1] - 1
     model.train(was_training)
@@ -141,19 +151,16 @@ def loss_by_position(model: nn.Module, ids: torch.Tensor, chunk: int, batch_size
     was_training = model.training
     model.eval()
     device = next(model.parameters()).device
-    starts = list(range(0, len(ids) - chunk, chunk))
-    if not starts:
+    if len(ids) <= chunk:
         raise ValueError(f"a text of {len(ids)} ids is too short for chunks of {chunk + 1}")
-    total = torch.zeros(chunk)
-    for first in range(0, len(starts), batch_size):
-        windows = torch.stack([ids[start:start + chunk + 1] for start in starts[first:first + batch_size]])
-        windows = windows.to(device)  # (b, chunk + 1)
-        logits = model(windows[:, :-1])
-        logits = logits[0] if isinstance(logits, tuple) else logits  # (b, chunk, V)
+    total, chunks = torch.zeros(chunk), 0
+    for windows in _full_chunks(ids, chunk, batch_size, device):  # (b, chunk + 1)
+        logits = _logits(model, windows[:, :-1])  # (b, chunk, V)
         losses = F.cross_entropy(logits.transpose(1, 2), windows[:, 1:], reduction="none")  # (b, chunk)
         total += losses.sum(0).cpu()
+        chunks += len(windows)
     model.train(was_training)
-    return total / len(starts)
+    return total / chunks
 
 
 def scored_perplexity(state: dict[str, torch.Tensor], *, characters: int, chunk: int) -> float:

@@ -37,7 +37,7 @@ class NGramModel:
         integer in base ``vocab_size`` (the oldest token the most significant digit), so one sort
         counts all the grams of an order: millions of characters take seconds, not minutes.
         Fitting again replaces the counts."""
-        ids = np.asarray([int(t) for t in tokens], dtype=np.int64)
+        ids = np.asarray(tokens, dtype=np.int64)
         if ids.size and (ids.min() < 0 or ids.max() >= self.vocab_size):
             raise ValueError(f"token ids must lie in 0 .. {self.vocab_size - 1}, "
                              f"got {ids.min()} .. {ids.max()}")
