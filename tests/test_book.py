@@ -192,6 +192,21 @@ def test_every_page_that_trains_sets_the_full_profile():
     assert not missing, f"pages that train without a full= setting: {missing}"
 
 
+def test_every_solution_notebook_that_trains_sets_the_full_profile():
+    """A solution notebook's settings are graded in full too: each training setting says what full runs."""
+    trains, missing = [], []
+    for notebook in sorted((REPO / "solutions").glob("*/*.ipynb")):
+        code = "\n".join("".join(cell["source"]) for cell in json.loads(notebook.read_text())["cells"]
+                         if cell["cell_type"] == "code")
+        if not TRAINS.search(code):
+            continue
+        trains.append(notebook.parent.name)
+        missing += [f"{notebook.relative_to(REPO)}: choose({' '.join(call.split())[:60]}...)"
+                    for call in _choose_calls(code) if not re.search(r"\bfull\s*=", call)]
+    assert len(trains) >= 5, trains  # the detector still sees the notebooks that train
+    assert not missing, "solution settings without a full= value:\n" + "\n".join(missing)
+
+
 # The code box of a page is about 95 characters wide at 1400 px; a longer line scrolls sideways.
 CODE_WIDTH = 88
 # Cells a reader never sees, even on request.
