@@ -177,6 +177,11 @@ def _choose_calls(code: str) -> list[str]:
     return calls
 
 
+def _sets_full(call: str) -> bool:
+    """Whether the argument text of an nlpbook.choose call gives the full profile a value."""
+    return re.search(r"\bfull\s*=", call) is not None
+
+
 def test_every_page_that_trains_sets_the_full_profile():
     """The full (GPU) profile must be a choice a page makes, not standard by default."""
     trains, missing = [], []
@@ -186,7 +191,7 @@ def test_every_page_that_trains_sets_the_full_profile():
         if not TRAINS.search(code) or name in NOTHING_TO_SCALE:
             continue
         trains.append(name)
-        if not any(re.search(r"\bfull\s*=", call) for call in _choose_calls(code)):
+        if not any(_sets_full(call) for call in _choose_calls(code)):
             missing.append(name)
     assert len(trains) >= 15, trains  # the detector still sees the training pages
     assert not missing, f"pages that train without a full= setting: {missing}"
@@ -202,7 +207,7 @@ def test_every_solution_notebook_that_trains_sets_the_full_profile():
             continue
         trains.append(notebook.parent.name)
         missing += [f"{notebook.relative_to(REPO)}: choose({' '.join(call.split())[:60]}...)"
-                    for call in _choose_calls(code) if not re.search(r"\bfull\s*=", call)]
+                    for call in _choose_calls(code) if not _sets_full(call)]
     assert len(trains) >= 5, trains  # the detector still sees the notebooks that train
     assert not missing, "solution settings without a full= value:\n" + "\n".join(missing)
 
