@@ -1,22 +1,23 @@
 """The character-level language modelling task of chapter 2, shared by the chapters that come back to it.
 
-Chapter 2 trains an RNN on it against n-grams; chapter 7 compares optimizers on it and trains a small
-Transformer on it.  The data are the Lee news stories (``nlpbook.corpora``),
-lower-cased, one story per line, with the first ``valid_stories`` held out.  The exercises of chapters 2 and 5
-train on a larger text, the World English Bible (``bible_char_data``), and are scored here
-(``scored_perplexity``, ``scored_transformer_perplexity``), in the grader's process.
+Chapter 2 trains an RNN on it against n-grams; chapter 5 trains Transformers on it and takes their
+layers apart; chapter 7 compares optimizers and warm-up on it.  The data are Bible translations
+(``bible_char_data``), lower-cased, split by whole chapters.  The exercises of chapters 2 and 5 are
+scored here (``scored_perplexity``, ``scored_transformer_perplexity``), in the grader's process.
 """
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any, Callable
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from nlpbook.corpora import bible_text, lee_stories
+from nlpbook.corpora import bible_text
 from nlpbook.transformer import DecoderOnlyLM
 from nlpbook.vocab import Vocabulary
 
@@ -29,14 +30,11 @@ class CharData:
     train_ids: torch.Tensor  # (N_train,) long
     valid_ids: torch.Tensor  # (N_valid,) long
 
-
-@lru_cache(maxsize=None)
-def char_data(valid_stories: int = 30) -> CharData:
-    """The Lee stories as characters: the first ``valid_stories`` stories for validation, the rest for training."""
-    stories = [story.lower() for story in lee_stories()]
-    if not 0 < valid_stories < len(stories):
-        raise ValueError(f"valid_stories must be between 1 and {len(stories) - 1}, got {valid_stories}")
-    return _char_data("\n".join(stories[valid_stories:]), "\n".join(stories[:valid_stories]))
+    @classmethod
+    def from_texts(cls, train_text: str, valid_text: str) -> "CharData":
+        """The characters of both texts as one vocabulary, and each text as ids."""
+        chars = Vocabulary.build([train_text + valid_text])
+        return cls(chars, torch.tensor(chars.encode(train_text)), torch.tensor(chars.encode(valid_text)))
 
 
 @lru_cache(maxsize=None)
@@ -50,13 +48,7 @@ def bible_char_data(*translations: str) -> CharData:
     with the King James Version and the Bible in Basic English, 10.4M training characters."""
     translations = translations or ("web",)
     train_text = "\n\n".join(bible_text(translation, "train").lower() for translation in translations)
-    return _char_data(train_text, bible_text(translations[0], "valid").lower())
-
-
-def _char_data(train_text: str, valid_text: str) -> CharData:
-    """The characters of both texts as one vocabulary, and each text as ids."""
-    chars = Vocabulary.build([train_text + valid_text])
-    return CharData(chars, torch.tensor(chars.encode(train_text)), torch.tensor(chars.encode(valid_text)))
+    return CharData.from_texts(train_text, bible_text(translations[0], "valid").lower())
 
 
 def random_windows(ids: torch.Tensor, batch_size: int, length: int, generator: torch.Generator) -> torch.Tensor:
@@ -103,6 +95,45 @@ def next_char_loss(model: nn.Module, window: torch.Tensor) -> torch.Tensor:
     logits first (a tensor, or a tuple whose first item is one)."""
     logits = _logits(model, window[:, :-1])  # (B, T, V)
     return F.cross_entropy(logits.flatten(0, 1), window[:, 1:].flatten())
+
+
+def next_char_losses(model: nn.Module, window: torch.Tensor) -> torch.Tensor:
+    """(B, T): the cross-entropy of each prediction of ``window[:, 1:]`` from what precedes it, for
+    scoring some positions of a window and not others."""
+    logits = _logits(model, window[:, :-1])  # (B, T, V)
+    return F.cross_entropy(logits.transpose(1, 2), window[:, 1:], reduction="none")
+
+
+def train_for_seconds(model: nn.Module, train_ids: torch.Tensor, *, seconds: float, lr: float,
+                      evaluate: Callable[[nn.Module], Any], evals: int, generator: torch.Generator,
+                      batch_size: int = 8, length: int = 128, warmup_steps: int = 100) -> dict:
+    """Train ``model`` on random windows of ``train_ids`` for ``seconds`` of compute, for a race at
+    equal time: AdamW (weight decay 0.01) with a linear warm-up over ``warmup_steps``, the gradient
+    clipped at norm 1.  ``evaluate(model)`` runs ``evals`` times, evenly spread over the time and
+    once at the end; its time is not counted.  Returns ``losses`` (one per step), ``curve`` (a list
+    of ``(seconds so far, evaluate's result)``), ``steps`` and ``seconds``."""
+    if seconds <= 0 or evals < 1:
+        raise ValueError(f"seconds must be positive and evals at least 1, got {seconds} and {evals}")
+    device = next(model.parameters()).device
+    optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01)
+    warmup = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: min(1.0, (step + 1) / warmup_steps))
+    spent, losses, curve = 0.0, [], []
+    next_eval = seconds / evals
+    while spent < seconds:
+        start = time.perf_counter()
+        model.train()
+        loss = next_char_loss(model, random_windows(train_ids, batch_size, length, generator).to(device))
+        optimizer.zero_grad()
+        loss.backward()
+        nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        warmup.step()
+        losses.append(loss.item())  # .item() waits for the device, so the timing is honest on a GPU too
+        spent += time.perf_counter() - start
+        if spent >= next_eval or spent >= seconds:
+            curve.append((spent, evaluate(model)))
+            next_eval += seconds / evals
+    return dict(losses=losses, curve=curve, steps=len(losses), seconds=spent)
 
 
 def _logits(model: nn.Module, inputs: torch.Tensor) -> torch.Tensor:

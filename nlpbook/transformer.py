@@ -205,6 +205,19 @@ class DecoderOnlyLM(nn.Module):
         return self.out(self.norm(x))                                                   # (B, T, V)
 
     @torch.no_grad()
+    def attention_maps(self, ids) -> list[torch.Tensor]:
+        """The attention weights of every layer for ``ids`` (B, T): a list of (B, H, T, T), for plots."""
+        T = ids.shape[1]
+        x = self.embed(ids) + self.position(torch.arange(T, device=ids.device))          # (B, T, D)
+        mask = causal_mask(T, ids.device)
+        maps = []
+        for layer in self.layers:
+            seen = layer.norm1(x) if layer.norm_first else x  # what the attention reads, in either layout
+            maps.append(layer.self_attn(seen, seen, seen, mask, return_probs=True)[1])  # (B, H, T, T)
+            x = layer(x, mask)
+        return maps
+
+    @torch.no_grad()
     def generate(self, ids, new_tokens: int, temperature: float = 1.0, top_k: int | None = None,
                  generator: torch.Generator | None = None):
         """Extend ``ids`` (B, T) by ``new_tokens`` sampled tokens; the context slides when it is full."""

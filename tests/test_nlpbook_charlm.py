@@ -4,18 +4,9 @@ import pytest
 import torch
 import torch.nn as nn
 
-from nlpbook.charlm import (CharRNN, bible_char_data, char_data, loss_by_position, next_char_loss, perplexity,
+from nlpbook.charlm import (CharRNN, bible_char_data, loss_by_position, next_char_loss, perplexity,
+                            next_char_losses, train_for_seconds,
                             random_windows, scored_perplexity, scored_transformer_perplexity, sequential_batches)
-
-
-def test_char_data_holds_out_whole_stories():
-    data = char_data()
-    text = "".join(data.chars.decode(data.valid_ids.tolist()))
-    assert text.count("\n") == 29  # 30 stories joined by newlines
-    assert data.chars.decode(data.train_ids[:5].tolist()) != data.chars.decode(data.valid_ids[:5].tolist())
-    assert len(data.train_ids) > 8 * len(data.valid_ids)
-    with pytest.raises(ValueError, match="valid_stories"):
-        char_data(0)
 
 
 def test_random_windows_are_consecutive_slices():
@@ -149,3 +140,33 @@ def test_scored_transformer_perplexity_is_the_perplexity_of_a_decoder_only_lm_wi
     with pytest.raises(ValueError, match="layers.0"):
         scored_transformer_perplexity(no_layers, heads=2, layers=3, characters=300)
 
+
+
+def test_train_for_seconds_learns_a_periodic_text_and_evaluates_on_time():
+    torch.manual_seed(0)
+    ids = torch.arange(7).repeat(200)  # 0 1 ... 6 0 1 ...: every next id is certain
+    model = CharRNN(7, embed=8, hidden=16)
+    run = train_for_seconds(model, ids, seconds=1.0, lr=1e-2, evals=4, length=16,
+                            generator=torch.Generator().manual_seed(0),
+                            evaluate=lambda m: perplexity(m, ids[:50]))
+    assert run["steps"] == len(run["losses"]) > 10
+    assert run["seconds"] >= 1.0
+    assert 1 <= len(run["curve"]) <= 5 and run["curve"][-1][0] == run["seconds"]
+    times = [t for t, _ in run["curve"]]
+    assert times == sorted(times)
+    assert run["curve"][-1][1] < 2.0  # from uniform (7) towards certainty (1)
+    assert run["losses"][-1] < run["losses"][0]
+    with pytest.raises(ValueError, match="seconds"):
+        train_for_seconds(model, ids, seconds=0, lr=1e-2, evals=1, generator=torch.Generator(),
+                          evaluate=lambda m: 0.0)
+
+
+def test_next_char_losses_are_the_terms_of_next_char_loss():
+    torch.manual_seed(1)
+    model = CharRNN(7, embed=4, hidden=8, cell="lstm")
+    window = torch.randint(0, 7, (3, 12))
+    losses = next_char_losses(model, window)
+    assert losses.shape == (3, 11)
+    assert torch.allclose(losses.mean(), next_char_loss(model, window))
+    # each row is read on its own: the losses of a row do not depend on the other rows
+    assert torch.allclose(next_char_losses(model, window[1:2]), losses[1:2], atol=1e-6)

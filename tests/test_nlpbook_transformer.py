@@ -118,6 +118,24 @@ def test_the_language_model_is_causal_and_generates():
         model(torch.zeros(1, 9, dtype=torch.long))
 
 
+@pytest.mark.parametrize("norm_first", [True, False])
+def test_attention_maps_are_the_causal_weights_the_forward_pass_uses(norm_first):
+    torch.manual_seed(5)
+    model = DecoderOnlyLM(11, width=16, heads=2, layers=2, context=8, norm_first=norm_first).eval()
+    ids = torch.randint(0, 11, (3, 8))
+    maps = model.attention_maps(ids)
+    assert [m.shape for m in maps] == [(3, 2, 8, 8)] * 2
+    assert torch.allclose(maps[0].sum(-1), torch.ones(3, 2, 8))
+    assert (maps[1].triu(1) == 0).all()  # no query sees a later key
+    # The second layer's weights, applied to its values, give what its fused attention gives.
+    x = model.layers[0](model.embed(ids) + model.position(torch.arange(8)), causal_mask(8))
+    layer = model.layers[1]
+    seen = layer.norm1(x) if norm_first else x
+    attention = layer.self_attn
+    by_hand = attention.merge(maps[1] @ attention.split(attention.v(seen)))
+    assert torch.allclose(by_hand, attention(seen, seen, seen, causal_mask(8)), atol=1e-5)
+
+
 def test_the_translator_ignores_source_padding_and_future_targets():
     torch.manual_seed(4)
     model = EncoderDecoder(13, 17, width=16, heads=2, encoder_layers=2, decoder_layers=2, dropout=0.0).eval()
