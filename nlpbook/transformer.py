@@ -194,12 +194,17 @@ class DecoderOnlyLM(nn.Module):
         self.norm = nn.LayerNorm(width) if norm_first else nn.Identity()  # pre-LN leaves the last sum unnormalized
         self.out = nn.Linear(width, vocab_size)
 
-    def forward(self, ids):                                                             # (B, T)
+    def inputs(self, ids):
+        """What the first layer reads, before dropout, and the causal mask: (B, T, D), (T, T)."""
         T = ids.shape[1]
         if T > self.context:
             raise ValueError(f"{T} tokens exceed the context of {self.context}")
-        x = self.dropout(self.embed(ids) + self.position(torch.arange(T, device=ids.device)))  # (B, T, D)
-        mask = causal_mask(T, ids.device)
+        x = self.embed(ids) + self.position(torch.arange(T, device=ids.device))          # (B, T, D)
+        return x, causal_mask(T, ids.device)
+
+    def forward(self, ids):                                                             # (B, T)
+        x, mask = self.inputs(ids)
+        x = self.dropout(x)                                                             # (B, T, D)
         for layer in self.layers:
             x = layer(x, mask)
         return self.out(self.norm(x))                                                   # (B, T, V)
@@ -207,9 +212,7 @@ class DecoderOnlyLM(nn.Module):
     @torch.no_grad()
     def attention_maps(self, ids) -> list[torch.Tensor]:
         """The attention weights of every layer for ``ids`` (B, T): a list of (B, H, T, T), for plots."""
-        T = ids.shape[1]
-        x = self.embed(ids) + self.position(torch.arange(T, device=ids.device))          # (B, T, D)
-        mask = causal_mask(T, ids.device)
+        x, mask = self.inputs(ids)
         maps = []
         for layer in self.layers:
             seen = layer.norm1(x) if layer.norm_first else x  # what the attention reads, in either layout

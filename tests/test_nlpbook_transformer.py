@@ -128,12 +128,14 @@ def test_attention_maps_are_the_causal_weights_the_forward_pass_uses(norm_first)
     assert torch.allclose(maps[0].sum(-1), torch.ones(3, 2, 8))
     assert (maps[1].triu(1) == 0).all()  # no query sees a later key
     # The second layer's weights, applied to its values, give what its fused attention gives.
-    x = model.layers[0](model.embed(ids) + model.position(torch.arange(8)), causal_mask(8))
+    x = model.layers[0](*model.inputs(ids))  # (B, T, D)
     layer = model.layers[1]
     seen = layer.norm1(x) if norm_first else x
     attention = layer.self_attn
     by_hand = attention.merge(maps[1] @ attention.split(attention.v(seen)))
     assert torch.allclose(by_hand, attention(seen, seen, seen, causal_mask(8)), atol=1e-5)
+    with pytest.raises(ValueError, match="context"):
+        model.attention_maps(torch.zeros(1, 9, dtype=torch.long))
 
 
 def test_the_translator_ignores_source_padding_and_future_targets():
