@@ -1,0 +1,306 @@
+"""Run book pages in the ``full`` profile on a machine that has a GPU but not the course's environment.
+
+    python benchmarks/full_profile.py prepare --bundle .device/bundle PAGE...     # here
+    python benchmarks/full_profile.py run --bundle .device/bundle --out DIR \\
+        --deadline 540 PAGE...                                                    # there
+    python benchmarks/full_profile.py record DIR/summary.json                     # here again
+
+A lent GPU machine has PyTorch, NumPy, matplotlib and ``transformers`` but neither Jupyter nor the
+packages the course reads its data from, and it cannot install them.  So the run is split:
+
+1. ``prepare``, in the course's environment, writes a bundle: each page's code cells (read from
+   its MyST source by jupytext) and the data the pages read, taken through ``nlpbook.corpora``
+   and ``nlpbook.bert``, whose SHA-256 checks have then passed (the Bible verses of the
+   translations the pages use, the MiniLM vocabulary).
+2. ``run``, on the GPU machine, executes each page's cells one after another in a fresh Python
+   process, in the page's folder, with ``NLPBOOK_PROFILE=full``.  ``myst_nb.glue`` and
+   ``IPython.display.Markdown`` are stood in for by recorders, the data loaders read the bundle,
+   ``plt.show`` saves the figure, and a claim that does not hold is recorded instead of stopping
+   the page (so that one sentence to reword does not cost the rest of a scarce GPU run).  Pages
+   start only while the deadline leaves time for them; each page's record (every glued value,
+   every displayed table, every claim, each cell's seconds, the device) is written after every
+   cell, so a page cut off by the deadline still reports how far it got.
+3. ``record`` copies the page records of a run into ``nlpbook/recorded_runs/full-profile.json``,
+   which ``nlpbook.recorded`` reads, so the pages built on a CPU can show what the full profile
+   measured on a GPU, with the device and the date.
+
+It prints figures; it is not a test.
+"""
+from __future__ import annotations
+
+import argparse
+import ast
+import gzip
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import time
+import traceback
+import types
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+BIBLES = ("web", "kjv", "basic")  # the translations the full-profile pages read
+MINILM_FILES = ("config.json", "vocab.txt")
+
+
+# --- here: the bundle ----------------------------------------------------------------------------
+
+def prepare(bundle: Path, pages: list[str]) -> None:
+    import jupytext
+
+    from nlpbook import bert, corpora
+
+    if bundle.exists():
+        shutil.rmtree(bundle)
+    (bundle / "pages").mkdir(parents=True)
+    for page in pages:
+        notebook = jupytext.read(REPO / "book" / f"{page}.md")
+        cells = [cell.source for cell in notebook.cells if cell.cell_type == "code"]
+        (bundle / "pages" / f"{page.replace('/', '__')}.json").write_text(json.dumps(cells))
+    verses = {name: [[v.book, v.chapter, v.verse, v.text] for v in corpora.bible_verses(name)]
+              for name in BIBLES}
+    with gzip.open(bundle / "bible.json.gz", "wt", encoding="utf-8") as handle:
+        json.dump(verses, handle)
+    (bundle / "minilm").mkdir()
+    for name in MINILM_FILES:
+        shutil.copy(bert.minilm_path() / name, bundle / "minilm" / name)
+    size = sum(path.stat().st_size for path in bundle.rglob("*") if path.is_file())
+    print(f"bundle {bundle}: {len(pages)} pages, {size / 2**20:.1f} MiB")
+
+
+# --- there: one page -----------------------------------------------------------------------------
+
+class Recorder:
+    """What a page glued, displayed and claimed, and its cells' times; written out after every cell."""
+
+    def __init__(self, page: str, path: Path):
+        self.path = path
+        self.data = dict(page=page, profile=os.environ.get("NLPBOOK_PROFILE", ""), status="running",
+                         environment=environment(), started=time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
+                         seconds=0.0, cells=[], glued={}, displays=[], claims=[], figures=[], error=None)
+
+    def save(self) -> None:
+        self.path.write_text(json.dumps(self.data, indent=1, default=str))
+
+
+def environment() -> dict:
+    import torch
+
+    gpu = torch.cuda.get_device_name(0) if torch.cuda.is_available() else None
+    return dict(gpu=gpu, cpus=os.cpu_count(), python=platform.python_version(), torch=torch.__version__,
+                cuda=torch.version.cuda if gpu else None)
+
+
+def plain(value):
+    """A glued value as JSON holds it: numbers as numbers, lists and dicts item by item (a page
+    glues curves this way for the record), anything else as its text."""
+    import numpy as np
+    import torch
+
+    if isinstance(value, (np.ndarray, torch.Tensor)):
+        value = value.tolist()
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, (list, tuple)):
+        return [plain(item) for item in value]
+    if isinstance(value, dict):
+        return {str(key): plain(item) for key, item in value.items()}
+    if isinstance(value, (bool, int, float, str)) or value is None:
+        return value
+    return str(value)
+
+
+def stand_ins(recorder: Recorder, bundle: Path, figures: Path) -> None:
+    """Replace what the GPU machine lacks (Jupyter's display and glue, the data packages) with
+    recorders and readers of the bundle, and make a false claim a record instead of an error."""
+    import functools
+
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    import nlpbook
+    from nlpbook import bert, claims, corpora
+    from nlpbook.wordpiece import WordPieceTokenizer
+
+    data = recorder.data
+
+    class Markdown:
+        def __init__(self, text):
+            self.text = text
+
+    def glue(name, value, display=True):
+        data["glued"][name] = plain(value)
+
+    myst_nb = types.ModuleType("myst_nb")
+    myst_nb.glue = glue
+    display_module = types.ModuleType("IPython.display")
+    display_module.Markdown = display_module.HTML = Markdown
+    display_module.display = lambda *values: [shown(value) for value in values]
+    ipython = types.ModuleType("IPython")
+    ipython.display = display_module
+    # matplotlib looks for an IPython shell to hook into: this one says there is none
+    ipython.get_ipython, ipython.version_info = (lambda: None), (0, 0)
+    sys.modules.update({"myst_nb": myst_nb, "IPython": ipython, "IPython.display": display_module})
+
+    def shown(value):
+        if value is not None:
+            data["displays"].append(value.text if isinstance(value, Markdown) else repr(value)[:2000])
+
+    recorder.shown = shown
+
+    def show(*args, **kwargs):
+        name = f"{data['page'].replace('/', '__')}-{len(data['figures']) + 1}.png"
+        plt.gcf().savefig(figures / name, dpi=100, bbox_inches="tight")
+        plt.close("all")
+        data["figures"].append(name)
+
+    plt.show = show
+
+    def record_claim(condition, statement, **figures_):
+        data["claims"].append(dict(statement=statement, held=bool(condition),
+                                   figures={k: float(v) for k, v in figures_.items()}))
+
+    nlpbook.claim = claims.claim = record_claim
+
+    with gzip.open(bundle / "bible.json.gz", "rt", encoding="utf-8") as handle:
+        verses = json.load(handle)
+
+    @functools.lru_cache(maxsize=None)
+    def bible(translation):
+        if translation not in verses:
+            raise corpora.DataError(f"the bundle holds {sorted(verses)}, not {translation!r}")
+        return tuple(corpora.Verse(*row) for row in verses[translation])
+
+    corpora._bible = bible
+    bert.minilm_tokenizer = lambda: WordPieceTokenizer.from_file(bundle / "minilm" / "vocab.txt")
+
+
+def run_page(page: str, bundle: Path, out: Path) -> None:
+    """Execute one page's cells in this process, in order, as a notebook kernel would."""
+    recorder = Recorder(page, out / f"{page.replace('/', '__')}.json")
+    figures = out / "figures"
+    figures.mkdir(exist_ok=True)
+    stand_ins(recorder, bundle, figures)
+    cells = json.loads((bundle / "pages" / f"{page.replace('/', '__')}.json").read_text())
+    namespace = {"__name__": "__main__"}
+    start = time.perf_counter()
+    for number, source in enumerate(cells, 1):
+        cell_start = time.perf_counter()
+        try:
+            tree = ast.parse(source)
+            last = tree.body.pop() if tree.body and isinstance(tree.body[-1], ast.Expr) else None
+            exec(compile(tree, f"<{page} cell {number}>", "exec"), namespace)
+            if last is not None:  # a notebook shows the value of a cell's last expression
+                recorder.shown(eval(compile(ast.Expression(last.value), f"<{page} cell {number}>", "eval"),
+                                    namespace))
+        except Exception:
+            recorder.data.update(status="error", error=f"cell {number}:\n{traceback.format_exc()[-3000:]}")
+        recorder.data["cells"].append(dict(cell=number, seconds=round(time.perf_counter() - cell_start, 2)))
+        recorder.data["seconds"] = round(time.perf_counter() - start, 1)
+        recorder.save()
+        if recorder.data["status"] == "error":
+            return
+    recorder.data["status"] = "ok"
+    recorder.save()
+
+
+# --- there: every page, within the deadline ------------------------------------------------------
+
+def run(bundle: Path, out: Path, pages: list[str], deadline: float, profile: str, least: float) -> int:
+    out.mkdir(parents=True, exist_ok=True)
+    end = time.monotonic() + deadline
+    log = out / "log.txt"
+    summary = []
+    for page in pages:
+        left = end - time.monotonic()
+        name = page.replace("/", "__")
+        if left < least:
+            summary.append(dict(page=page, status="skipped", error=f"{left:.0f} s left, under {least:.0f}"))
+            continue
+        folder = REPO / "book" / page.split("/")[0]  # a page runs in its chapter's folder, as in a build
+        folder = folder if folder.is_dir() else REPO
+        env = {**os.environ, "NLPBOOK_PROFILE": profile, "MPLBACKEND": "Agg", "PYTHONUNBUFFERED": "1",
+               "NLPBOOK_PROGRESS": "0", "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
+        with open(log, "a") as output:
+            output.write(f"\n===== {page} ({left:.0f} s left)\n")
+            output.flush()
+            try:
+                subprocess.run([sys.executable, __file__, "page", page, "--bundle", str(bundle.resolve()),
+                                "--out", str(out.resolve())], cwd=folder, env=env, stdout=output,
+                               stderr=subprocess.STDOUT, timeout=left)
+            except subprocess.TimeoutExpired:
+                pass
+        record_path = out / f"{name}.json"
+        record = json.loads(record_path.read_text()) if record_path.is_file() else dict(page=page, status="no record")
+        if record.get("status") == "running":  # killed at the deadline between two cells
+            record["status"] = "cut off"
+            record_path.write_text(json.dumps(record, indent=1))
+        summary.append(record)
+        print(f"{page}: {record.get('status')}, {record.get('seconds', 0):.0f} s, "
+              f"{len(record.get('cells', []))} cells, "
+              f"{sum(not c['held'] for c in record.get('claims', []))} of {len(record.get('claims', []))} claims not held",
+              flush=True)
+    (out / "summary.json").write_text(json.dumps(summary, indent=1))
+    figures = out / "figures"
+    if figures.is_dir():
+        shutil.make_archive(str(out / "figures"), "gztar", figures)
+        shutil.rmtree(figures)
+    for record in summary:
+        for item in record.get("glued", {}).items():
+            print(f"  {record['page']}: {item[0]} = {item[1]}")
+    return 0
+
+
+# --- here again: keep the run for the book -------------------------------------------------------
+
+def record(summary: Path, into: Path | None = None) -> None:
+    """Add the pages a run finished to the record the book reads, replacing older runs of them."""
+    from nlpbook.recorded import FIELDS, RECORD
+
+    into = into or RECORD
+    kept = {run["page"]: run for run in json.loads(into.read_text())} if into.is_file() else {}
+    for run in json.loads(summary.read_text()):
+        if run.get("status") != "ok":
+            print(f"{run['page']}: {run.get('status')}, not recorded")
+            continue
+        kept[run["page"]] = {key: run[key] for key in FIELDS}
+        print(f"{run['page']}: recorded ({run['seconds']:.0f} s on {run['environment']['gpu']})")
+    into.parent.mkdir(exist_ok=True)
+    into.write_text(json.dumps(sorted(kept.values(), key=lambda run: run["page"]), indent=1) + "\n")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    verbs = parser.add_subparsers(dest="verb", required=True)
+    for verb in ("prepare", "run", "page"):
+        sub = verbs.add_parser(verb)
+        sub.add_argument("pages", nargs="+", help="pages as CHAPTER/STEM, e.g. 05-transformers/language-model")
+        sub.add_argument("--bundle", type=Path, required=True)
+        if verb != "prepare":
+            sub.add_argument("--out", type=Path, required=True)
+        if verb == "run":
+            sub.add_argument("--deadline", type=float, default=540, help="seconds for all the pages together")
+            sub.add_argument("--least", type=float, default=60, help="start a page only with this many seconds left")
+            sub.add_argument("--profile", default="full", help="quick, to try the run on a CPU first")
+    recording = verbs.add_parser("record")
+    recording.add_argument("summary", type=Path)
+    recording.add_argument("--into", type=Path, help="the record to update (default: the book's)")
+    args = parser.parse_args(argv)
+    if args.verb == "prepare":
+        prepare(args.bundle, args.pages)
+    elif args.verb == "run":
+        return run(args.bundle, args.out, args.pages, args.deadline, args.profile, args.least)
+    elif args.verb == "page":
+        run_page(args.pages[0], args.bundle, args.out)
+    else:
+        record(args.summary, args.into)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,87 @@
+"""Runs of the book's pages made on another machine, kept as data so that a build without it can show them.
+
+The ``full`` profile is sized for one GPU, and neither the course's CI nor most readers have one.
+When a GPU was lent, ``benchmarks/full_profile.py`` ran pages in ``full`` there and recorded, for
+each page, every value it glued into its text, every table it displayed, every claim with whether
+it held, its cells' seconds and the machine, in ``nlpbook/recorded_runs/full-profile.json``.  A page
+built on a CPU reads its record here and shows what the full profile measured, saying where and
+when::
+
+    run = nlpbook.recorded.full_profile_run("05-transformers/language-model")
+    run.value("Transformer_ppl"), run.where      # '2.96 ± 0.01', 'one NVIDIA H200, on 2026-11-27'
+
+The record is a measurement, not a cache: it changes only when the pages run again on a GPU.
+"""
+from __future__ import annotations
+
+import functools
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+RECORD = Path(__file__).parent / "recorded_runs" / "full-profile.json"
+FIELDS = ("page", "profile", "environment", "started", "seconds", "cells", "glued", "displays", "claims")
+
+
+class RecordError(RuntimeError):
+    """The record of runs is missing something a page asks for, or is not in the form written."""
+
+
+@dataclass(frozen=True)
+class RecordedRun:
+    """One page's run: ``glued`` (name -> value), ``displays`` (the tables and values it showed, in
+    order), ``claims`` (statement, held, figures), ``seconds`` for the whole page, and the machine."""
+
+    page: str
+    profile: str
+    gpu: str | None
+    date: str
+    seconds: float
+    glued: dict[str, Any]
+    displays: list[str]
+    claims: list[dict[str, Any]]
+    path: Path
+
+    def value(self, name: str) -> Any:
+        """A value the page glued in that run; a name it did not glue raises with the names it did."""
+        if name not in self.glued:
+            raise RecordError(f"{self.path}: the {self.profile} run of {self.page} glued no {name!r}; "
+                              f"it glued {', '.join(sorted(self.glued))}")
+        return self.glued[name]
+
+    @property
+    def where(self) -> str:
+        """The machine and the day, for a sentence: "one NVIDIA H200, on 2026-11-27"."""
+        return f"{'one ' + self.gpu if self.gpu else 'a CPU'}, on {self.date}"
+
+
+def full_profile_run(page: str, path: Path = RECORD) -> RecordedRun | None:
+    """The recorded ``full`` run of ``page`` (``CHAPTER/STEM``, e.g. ``06-bert/masked-lm``), or
+    ``None`` when it has not been run on a GPU."""
+    return _runs(path).get(page)
+
+
+def full_profile_runs(path: Path = RECORD) -> list[RecordedRun]:
+    """Every recorded ``full`` run, in the order of their pages' names."""
+    return [run for _, run in sorted(_runs(path).items())]
+
+
+@functools.lru_cache(maxsize=None)
+def _runs(path: Path) -> dict[str, RecordedRun]:
+    if not path.is_file():
+        return {}
+    try:
+        entries = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as error:
+        raise RecordError(f"{path}: not JSON ({error})") from None
+    runs = {}
+    for number, entry in enumerate(entries, 1):
+        missing = [name for name in FIELDS if name not in entry]
+        if missing:
+            raise RecordError(f"{path}: run {number} lacks {', '.join(missing)}")
+        runs[entry["page"]] = RecordedRun(
+            page=entry["page"], profile=entry["profile"], gpu=entry["environment"].get("gpu"),
+            date=entry["started"][:10], seconds=float(entry["seconds"]), glued=entry["glued"],
+            displays=entry["displays"], claims=entry["claims"], path=path)
+    return runs

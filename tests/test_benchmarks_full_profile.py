@@ -1,0 +1,78 @@
+"""benchmarks/full_profile.py: a page run where the course's environment is missing, and its record."""
+from __future__ import annotations
+
+import gzip
+import json
+import subprocess
+import sys
+
+from conftest import REPO
+
+sys.path.insert(0, str(REPO / "benchmarks"))
+import full_profile  # noqa: E402
+
+# A page as prepare writes it: its code cells, in order.  It uses what the stand-ins replace
+# (glue, Markdown, plt.show, a claim, the Bible loader) and ends with an error in its last cell.
+CELLS = [
+    "import matplotlib.pyplot as plt\nfrom IPython.display import Markdown\nfrom myst_nb import glue\n"
+    "import nlpbook\nfrom nlpbook import corpora",
+    "verses = corpora.bible_verses('web')\nglue('first', verses[0].text, display=False)\n"
+    "glue('curve', {'x': [1, 2], 'y': (0.5, 0.25)}, display=False)",
+    "nlpbook.claim(1 > 2, 'one is more than two', one=1, two=2)",
+    "plt.plot([1, 2], [3, 4])\nplt.show()",
+    "Markdown('| a | b |\\n|---|---|\\n| 1 | 2 |')",
+    "1 / 0",
+]
+
+
+def make_bundle(folder):
+    (folder / "pages").mkdir(parents=True)
+    (folder / "pages" / "00-test__page.json").write_text(json.dumps(CELLS))
+    with gzip.open(folder / "bible.json.gz", "wt", encoding="utf-8") as handle:
+        json.dump({"web": [[1, 1, 1, "In the beginning."], [1, 1, 2, "The earth was empty."]]}, handle)
+    (folder / "minilm").mkdir()
+    return folder
+
+
+def test_a_page_runs_cell_by_cell_and_its_record_keeps_what_it_glued_showed_and_claimed(tmp_path):
+    bundle, out = make_bundle(tmp_path / "bundle"), tmp_path / "out"
+    result = subprocess.run([sys.executable, str(REPO / "benchmarks" / "full_profile.py"), "run", "00-test/page",
+                             "--bundle", str(bundle), "--out", str(out), "--profile", "quick", "--deadline", "120"],
+                            capture_output=True, text=True, timeout=180)
+    assert result.returncode == 0, result.stderr
+    [run] = json.loads((out / "summary.json").read_text())
+    assert run["page"] == "00-test/page" and run["profile"] == "quick"
+    assert run["glued"] == {"first": "In the beginning.", "curve": {"x": [1, 2], "y": [0.5, 0.25]}}
+    # a false claim is recorded, and the page goes on to the cells after it
+    assert run["claims"] == [{"statement": "one is more than two", "held": False, "figures": {"one": 1.0, "two": 2.0}}]
+    assert run["displays"] == ["| a | b |\n|---|---|\n| 1 | 2 |"]
+    assert run["figures"] == ["00-test__page-1.png"] and (out / "figures.tar.gz").is_file()
+    # the error stops the page and names its cell; every cell before it is timed
+    assert run["status"] == "error" and run["error"].startswith("cell 6:") and "ZeroDivisionError" in run["error"]
+    assert [cell["cell"] for cell in run["cells"]] == [1, 2, 3, 4, 5, 6]
+    assert run["environment"]["torch"] and run["environment"]["cpus"] >= 1
+
+
+def test_a_page_that_cannot_finish_before_the_deadline_is_not_started(tmp_path):
+    bundle, out = make_bundle(tmp_path / "bundle"), tmp_path / "out"
+    assert full_profile.run(bundle, out, ["00-test/page"], deadline=5, profile="quick", least=60) == 0
+    [run] = json.loads((out / "summary.json").read_text())
+    assert run["status"] == "skipped" and "under 60" in run["error"]
+
+
+def test_record_keeps_finished_pages_replaces_older_runs_and_skips_the_rest(tmp_path, capsys):
+    def page_run(page, status, seconds):
+        return dict(page=page, profile="full", status=status, environment={"gpu": "NVIDIA H200"},
+                    started="2026-11-27 15:00:00 UTC", seconds=seconds, cells=[], glued={"x": seconds},
+                    displays=[], claims=[], figures=[], error=None)
+
+    into = tmp_path / "record.json"
+    first, second = tmp_path / "first.json", tmp_path / "second.json"
+    first.write_text(json.dumps([page_run("05-a/x", "ok", 1.0), page_run("06-b/y", "ok", 2.0)]))
+    second.write_text(json.dumps([page_run("05-a/x", "ok", 3.0), page_run("06-b/y", "cut off", 4.0)]))
+    full_profile.record(first, into)
+    full_profile.record(second, into)
+    kept = {run["page"]: run for run in json.loads(into.read_text())}
+    assert kept["05-a/x"]["seconds"] == 3.0 and kept["06-b/y"]["seconds"] == 2.0
+    assert "status" not in kept["05-a/x"] and "figures" not in kept["05-a/x"]
+    assert "06-b/y: cut off, not recorded" in capsys.readouterr().out

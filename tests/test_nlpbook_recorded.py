@@ -1,0 +1,64 @@
+"""nlpbook.recorded: the full-profile runs the book shows, and the errors a damaged record gives."""
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from conftest import REPO
+from nlpbook import recorded
+
+
+def test_every_recorded_run_is_a_full_run_on_a_gpu_of_a_page_in_the_table_of_contents():
+    runs = recorded.full_profile_runs()
+    toc = (REPO / "_toc.yml").read_text()
+    assert runs, "the book shows full-profile runs, so the record must hold some"
+    for run in runs:
+        assert (REPO / "book" / f"{run.page}.md").is_file() and f"book/{run.page}" in toc, run.page
+        assert run.profile == "full" and run.gpu and run.seconds > 0, run.page
+        assert run.where.startswith("one NVIDIA") and run.where.endswith(run.date)
+
+
+def test_every_page_that_reads_a_record_finds_its_run():
+    """A page that shows a full-profile run names one that is recorded (a build would fail later)."""
+    recorded_pages = {run.page for run in recorded.full_profile_runs()}
+    for page in sorted((REPO / "book").glob("*/*.md")):
+        for name in re.findall(r'full_profile_run\(\s*"([^"]+)"', page.read_text()):
+            assert name in recorded_pages, f"{page.relative_to(REPO)} reads the run of {name}, which is not recorded"
+
+
+def write(tmp_path, entries):
+    path = tmp_path / "record.json"
+    path.write_text(json.dumps(entries))
+    return path
+
+
+ENTRY = dict(page="05-a/x", profile="full", environment={"gpu": "NVIDIA H200"}, started="2026-11-27 15:00:00 UTC",
+             seconds=12.5, cells=[], glued={"ppl": 2.75}, displays=["| a |"], claims=[])
+
+
+def test_a_run_gives_its_glued_values_and_says_where_it_ran(tmp_path):
+    run = recorded.full_profile_run("05-a/x", write(tmp_path, [ENTRY]))
+    assert run.value("ppl") == 2.75 and run.displays == ["| a |"] and run.seconds == 12.5
+    assert run.where == "one NVIDIA H200, on 2026-11-27"
+
+
+def test_a_value_the_run_did_not_glue_names_the_record_the_page_and_what_it_glued(tmp_path):
+    run = recorded.full_profile_run("05-a/x", write(tmp_path, [ENTRY]))
+    with pytest.raises(recorded.RecordError, match=r"record\.json: the full run of 05-a/x glued no 'loss'; it glued ppl"):
+        run.value("loss")
+
+
+def test_a_page_not_run_and_a_missing_record_give_nothing(tmp_path):
+    assert recorded.full_profile_run("06-b/y", write(tmp_path, [ENTRY])) is None
+    assert recorded.full_profile_runs(tmp_path / "absent.json") == []
+
+
+def test_a_damaged_record_names_the_file_and_what_is_wrong(tmp_path):
+    broken = {key: value for key, value in ENTRY.items() if key != "glued"}
+    with pytest.raises(recorded.RecordError, match=r"record\.json: run 1 lacks glued"):
+        recorded.full_profile_runs(write(tmp_path, [broken]))
+    (tmp_path / "bad.json").write_text("{not json")
+    with pytest.raises(recorded.RecordError, match=r"bad\.json: not JSON"):
+        recorded.full_profile_runs(tmp_path / "bad.json")
