@@ -20,7 +20,8 @@ packages the course reads its data from, and it cannot install them.  So the run
    start only while the deadline leaves time for them; each page's record (every glued value,
    every displayed table, every claim, each cell's seconds, the device) is written after every
    cell, so a page cut off by the deadline still reports how far it got.
-3. ``record`` copies the page records of a run into ``nlpbook/recorded_runs/full-profile.json``,
+3. ``record`` copies the page records of a run, and what each page printed (from the run's log),
+   into ``nlpbook/recorded_runs/full-profile.json``,
    which ``nlpbook.recorded`` reads, so the pages built on a CPU can show what the full profile
    measured on a GPU, with the device and the date.
 
@@ -74,14 +75,41 @@ def prepare(bundle: Path, pages: list[str]) -> None:
 
 # --- there: one page -----------------------------------------------------------------------------
 
-class Recorder:
-    """What a page glued, displayed and claimed, and its cells' times; written out after every cell."""
+class Markdown:
+    """What ``IPython.display.Markdown`` is to a page run here: its text, kept for the record."""
 
-    def __init__(self, page: str, path: Path):
-        self.path = path
+    def __init__(self, text: str):
+        self.text = text
+
+
+class Recorder:
+    """What a page glued, displayed, drew and claimed, and its cells' times; written out after every cell."""
+
+    def __init__(self, page: str, path: Path, figures: Path):
+        self.path, self.figures = path, figures
         self.data = dict(page=page, profile=os.environ.get("NLPBOOK_PROFILE", ""), status="running",
                          environment=environment(), started=time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
                          seconds=0.0, cells=[], glued={}, displays=[], claims=[], figures=[], error=None)
+
+    def glue(self, name, value, display=True):  # myst_nb.glue's signature
+        self.data["glued"][name] = plain(value)
+
+    def display(self, value) -> None:
+        if value is not None:
+            self.data["displays"].append(value.text if isinstance(value, Markdown) else repr(value)[:2000])
+
+    def claim(self, condition, statement, **figures):  # nlpbook.claim's signature; never raises
+        self.data["claims"].append(dict(statement=statement, held=bool(condition),
+                                        figures={name: float(value) for name, value in figures.items()}))
+
+    def figure(self) -> None:
+        """What plt.show does here: save the figure and close it."""
+        import matplotlib.pyplot as plt
+
+        name = f"{self.data['page'].replace('/', '__')}-{len(self.data['figures']) + 1}.png"
+        plt.gcf().savefig(self.figures / name, dpi=100, bbox_inches="tight")
+        plt.close("all")
+        self.data["figures"].append(name)
 
     def save(self) -> None:
         self.path.write_text(json.dumps(self.data, indent=1, default=str))
@@ -114,9 +142,9 @@ def plain(value):
     return str(value)
 
 
-def stand_ins(recorder: Recorder, bundle: Path, figures: Path) -> None:
-    """Replace what the GPU machine lacks (Jupyter's display and glue, the data packages) with
-    recorders and readers of the bundle, and make a false claim a record instead of an error."""
+def stand_ins(recorder: Recorder, bundle: Path) -> None:
+    """Replace what the GPU machine lacks (Jupyter's display and glue, the data packages) with the
+    recorder and readers of the bundle, and make a false claim a record instead of an error."""
     import functools
 
     import matplotlib
@@ -127,45 +155,19 @@ def stand_ins(recorder: Recorder, bundle: Path, figures: Path) -> None:
     from nlpbook import bert, claims, corpora
     from nlpbook.wordpiece import WordPieceTokenizer
 
-    data = recorder.data
-
-    class Markdown:
-        def __init__(self, text):
-            self.text = text
-
-    def glue(name, value, display=True):
-        data["glued"][name] = plain(value)
-
     myst_nb = types.ModuleType("myst_nb")
-    myst_nb.glue = glue
+    myst_nb.glue = recorder.glue
     display_module = types.ModuleType("IPython.display")
     display_module.Markdown = display_module.HTML = Markdown
-    display_module.display = lambda *values: [shown(value) for value in values]
+    display_module.display = lambda *values: [recorder.display(value) for value in values]
     ipython = types.ModuleType("IPython")
     ipython.display = display_module
     # matplotlib looks for an IPython shell to hook into: this one says there is none
     ipython.get_ipython, ipython.version_info = (lambda: None), (0, 0)
     sys.modules.update({"myst_nb": myst_nb, "IPython": ipython, "IPython.display": display_module})
-
-    def shown(value):
-        if value is not None:
-            data["displays"].append(value.text if isinstance(value, Markdown) else repr(value)[:2000])
-
-    recorder.shown = shown
-
-    def show(*args, **kwargs):
-        name = f"{data['page'].replace('/', '__')}-{len(data['figures']) + 1}.png"
-        plt.gcf().savefig(figures / name, dpi=100, bbox_inches="tight")
-        plt.close("all")
-        data["figures"].append(name)
-
-    plt.show = show
-
-    def record_claim(condition, statement, **figures_):
-        data["claims"].append(dict(statement=statement, held=bool(condition),
-                                   figures={k: float(v) for k, v in figures_.items()}))
-
-    nlpbook.claim = claims.claim = record_claim
+    # a function, not the bound method: matplotlib sets attributes on pyplot.show
+    plt.show = lambda *args, **kwargs: recorder.figure()
+    nlpbook.claim = claims.claim = recorder.claim
 
     with gzip.open(bundle / "bible.json.gz", "rt", encoding="utf-8") as handle:
         verses = json.load(handle)
@@ -182,10 +184,10 @@ def stand_ins(recorder: Recorder, bundle: Path, figures: Path) -> None:
 
 def run_page(page: str, bundle: Path, out: Path) -> None:
     """Execute one page's cells in this process, in order, as a notebook kernel would."""
-    recorder = Recorder(page, out / f"{page.replace('/', '__')}.json")
     figures = out / "figures"
     figures.mkdir(exist_ok=True)
-    stand_ins(recorder, bundle, figures)
+    recorder = Recorder(page, out / f"{page.replace('/', '__')}.json", figures)
+    stand_ins(recorder, bundle)
     cells = json.loads((bundle / "pages" / f"{page.replace('/', '__')}.json").read_text())
     namespace = {"__name__": "__main__"}
     start = time.perf_counter()
@@ -196,7 +198,7 @@ def run_page(page: str, bundle: Path, out: Path) -> None:
             last = tree.body.pop() if tree.body and isinstance(tree.body[-1], ast.Expr) else None
             exec(compile(tree, f"<{page} cell {number}>", "exec"), namespace)
             if last is not None:  # a notebook shows the value of a cell's last expression
-                recorder.shown(eval(compile(ast.Expression(last.value), f"<{page} cell {number}>", "eval"),
+                recorder.display(eval(compile(ast.Expression(last.value), f"<{page} cell {number}>", "eval"),
                                     namespace))
         except Exception:
             recorder.data.update(status="error", error=f"cell {number}:\n{traceback.format_exc()[-3000:]}")
@@ -258,17 +260,31 @@ def run(bundle: Path, out: Path, pages: list[str], deadline: float, profile: str
 
 # --- here again: keep the run for the book -------------------------------------------------------
 
-def record(summary: Path, into: Path | None = None) -> None:
-    """Add the pages a run finished to the record the book reads, replacing older runs of them."""
+def printed_by_page(log: Path) -> dict[str, str]:
+    """What each page printed, from a run's log (each page's output follows a '===== PAGE' line)."""
+    printed, page = {}, None
+    for line in log.read_text(encoding="utf-8", errors="replace").splitlines(keepends=True):
+        if line.startswith("===== "):
+            page = line.split()[1]
+            printed[page] = ""
+        elif page is not None:
+            printed[page] += line
+    return {page: text.strip("\n")[-20_000:] for page, text in printed.items()}
+
+
+def record(summary: Path, into: Path | None = None, log: Path | None = None) -> None:
+    """Add the pages a run finished to the record the book reads, replacing older runs of them,
+    with what each printed when the run's log is given."""
     from nlpbook.recorded import FIELDS, RECORD
 
     into = into or RECORD
     kept = {run["page"]: run for run in json.loads(into.read_text())} if into.is_file() else {}
+    printed = printed_by_page(log) if log else {}
     for run in json.loads(summary.read_text()):
         if run.get("status") != "ok":
             print(f"{run['page']}: {run.get('status')}, not recorded")
             continue
-        kept[run["page"]] = {key: run[key] for key in FIELDS}
+        kept[run["page"]] = {key: run[key] for key in FIELDS} | {"printed": printed.get(run["page"], "")}
         print(f"{run['page']}: recorded ({run['seconds']:.0f} s on {run['environment']['gpu']})")
     into.parent.mkdir(exist_ok=True)
     into.write_text(json.dumps(sorted(kept.values(), key=lambda run: run["page"]), indent=1) + "\n")
@@ -290,6 +306,7 @@ def main(argv: list[str] | None = None) -> int:
     recording = verbs.add_parser("record")
     recording.add_argument("summary", type=Path)
     recording.add_argument("--into", type=Path, help="the record to update (default: the book's)")
+    recording.add_argument("--log", type=Path, help="the run's log.txt, to keep what each page printed")
     args = parser.parse_args(argv)
     if args.verb == "prepare":
         prepare(args.bundle, args.pages)
@@ -298,7 +315,7 @@ def main(argv: list[str] | None = None) -> int:
     elif args.verb == "page":
         run_page(args.pages[0], args.bundle, args.out)
     else:
-        record(args.summary, args.into)
+        record(args.summary, args.into, args.log)
     return 0
 
 

@@ -31,7 +31,8 @@ class RecordError(RuntimeError):
 @dataclass(frozen=True)
 class RecordedRun:
     """One page's run: ``glued`` (name -> value), ``displays`` (the tables and values it showed, in
-    order), ``claims`` (statement, held, figures), ``seconds`` for the whole page, and the machine."""
+    order), ``claims`` (statement, held, figures), ``seconds`` for the whole page, the machine, and
+    ``printed``, what its cells printed."""
 
     page: str
     profile: str
@@ -42,6 +43,7 @@ class RecordedRun:
     displays: list[str]
     claims: list[dict[str, Any]]
     path: Path
+    printed: str = ""  # what the page printed, when the run's log was kept
 
     def value(self, name: str) -> Any:
         """A value the page glued in that run; a name it did not glue raises with the names it did."""
@@ -83,5 +85,5 @@ def _runs(path: Path) -> dict[str, RecordedRun]:
         runs[entry["page"]] = RecordedRun(
             page=entry["page"], profile=entry["profile"], gpu=entry["environment"].get("gpu"),
             date=entry["started"][:10], seconds=float(entry["seconds"]), glued=entry["glued"],
-            displays=entry["displays"], claims=entry["claims"], path=path)
+            displays=entry["displays"], claims=entry["claims"], path=path, printed=entry.get("printed", ""))
     return runs

@@ -70,9 +70,12 @@ def test_record_keeps_finished_pages_replaces_older_runs_and_skips_the_rest(tmp_
     first, second = tmp_path / "first.json", tmp_path / "second.json"
     first.write_text(json.dumps([page_run("05-a/x", "ok", 1.0), page_run("06-b/y", "ok", 2.0)]))
     second.write_text(json.dumps([page_run("05-a/x", "ok", 3.0), page_run("06-b/y", "cut off", 4.0)]))
+    log = tmp_path / "log.txt"
+    log.write_text("\n===== 05-a/x (530 s left)\n--- a sample\nand he said\n\n===== 06-b/y (300 s left)\nmore\n")
     full_profile.record(first, into)
-    full_profile.record(second, into)
+    full_profile.record(second, into, log)
     kept = {run["page"]: run for run in json.loads(into.read_text())}
     assert kept["05-a/x"]["seconds"] == 3.0 and kept["06-b/y"]["seconds"] == 2.0
+    assert kept["05-a/x"]["printed"] == "--- a sample\nand he said" and kept["06-b/y"]["printed"] == ""
     assert "status" not in kept["05-a/x"] and "figures" not in kept["05-a/x"]
     assert "06-b/y: cut off, not recorded" in capsys.readouterr().out

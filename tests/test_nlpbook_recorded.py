@@ -28,8 +28,8 @@ def test_every_page_that_reads_a_record_finds_its_run():
             assert name in recorded_pages, f"{page.relative_to(REPO)} reads the run of {name}, which is not recorded"
 
 
-def write(tmp_path, entries):
-    path = tmp_path / "record.json"
+def write(tmp_path, entries, name="record.json"):
+    path = tmp_path / name  # a new name for new contents: the record is read once per process
     path.write_text(json.dumps(entries))
     return path
 
@@ -41,7 +41,8 @@ ENTRY = dict(page="05-a/x", profile="full", environment={"gpu": "NVIDIA H200"}, 
 def test_a_run_gives_its_glued_values_and_says_where_it_ran(tmp_path):
     run = recorded.full_profile_run("05-a/x", write(tmp_path, [ENTRY]))
     assert run.value("ppl") == 2.75 and run.displays == ["| a |"] and run.seconds == 12.5
-    assert run.where == "one NVIDIA H200, on 2026-11-27"
+    assert run.where == "one NVIDIA H200, on 2026-11-27" and run.printed == ""  # a run kept without its log
+    assert recorded.full_profile_run("05-a/x", write(tmp_path, [ENTRY | {"printed": "sample"}], "kept.json")).printed == "sample"
 
 
 def test_a_value_the_run_did_not_glue_names_the_record_the_page_and_what_it_glued(tmp_path):
