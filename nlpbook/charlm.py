@@ -18,7 +18,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from nlpbook.corpora import bible_text
-from nlpbook.transformer import DecoderOnlyLM
+from nlpbook.transformer import DecoderOnlyLM, sampling_probs
 from nlpbook.vocab import Vocabulary
 
 
@@ -134,6 +134,25 @@ def train_for_seconds(model: nn.Module, train_ids: torch.Tensor, *, seconds: flo
             curve.append((spent, evaluate(model)))
             next_eval += seconds / evals
     return dict(losses=losses, curve=curve, steps=len(losses), seconds=spent)
+
+
+@torch.no_grad()
+def generate(model: nn.Module, ids: torch.Tensor, new_tokens: int, temperature: float = 1.0,
+             top_k: int | None = None, generator: torch.Generator | None = None) -> torch.Tensor:
+    """Extend ``ids`` (B, T) by ``new_tokens`` sampled characters, from a ``CharRNN`` or a
+    ``DecoderOnlyLM``, with the same sampling (``sampling_probs``, drawn on the CPU from
+    ``generator``), so that samples of the two families compare like for like.  The recurrent
+    model reads the prompt once and then carries its state a character at a time; the
+    Transformer goes through its own ``generate``.  (B, T + new_tokens)"""
+    if not isinstance(model, CharRNN):
+        return model.generate(ids, new_tokens, temperature=temperature, top_k=top_k, generator=generator)
+    logits, state = model(ids)                                                          # (B, T, V)
+    out = [ids]
+    for _ in range(new_tokens):
+        probs = sampling_probs(logits[:, -1].float(), temperature, top_k)              # (B, V)
+        out.append(torch.multinomial(probs.cpu(), 1, generator=generator).to(ids.device))  # (B, 1)
+        logits, state = model(out[-1], state)                                          # (B, 1, V)
+    return torch.cat(out, dim=1)
 
 
 def _logits(model: nn.Module, inputs: torch.Tensor) -> torch.Tensor:

@@ -4,9 +4,10 @@ import pytest
 import torch
 import torch.nn as nn
 
-from nlpbook.charlm import (CharRNN, bible_char_data, loss_by_position, next_char_loss, perplexity,
+from nlpbook.charlm import (CharRNN, bible_char_data, generate, loss_by_position, next_char_loss, perplexity,
                             next_char_losses, train_for_seconds,
                             random_windows, scored_perplexity, scored_transformer_perplexity, sequential_batches)
+from nlpbook.transformer import DecoderOnlyLM
 
 
 def test_random_windows_are_consecutive_slices():
@@ -119,7 +120,6 @@ def test_scored_perplexity_is_the_perplexity_of_a_char_rnn_with_those_weights():
 
 
 def test_scored_transformer_perplexity_is_the_perplexity_of_a_decoder_only_lm_with_those_weights():
-    from nlpbook.transformer import DecoderOnlyLM
 
     data = bible_char_data()
     torch.manual_seed(0)
@@ -170,3 +170,31 @@ def test_next_char_losses_are_the_terms_of_next_char_loss():
     assert torch.allclose(losses.mean(), next_char_loss(model, window))
     # each row is read on its own: the losses of a row do not depend on the other rows
     assert torch.allclose(next_char_losses(model, window[1:2]), losses[1:2], atol=1e-6)
+
+
+@pytest.mark.parametrize("cell", ["rnn", "lstm"])
+def test_generate_carries_the_recurrent_state_as_reading_the_whole_text_again_would(cell):
+    torch.manual_seed(0)
+    model = CharRNN(11, embed=8, hidden=16, cell=cell).eval()
+    prompt = torch.randint(0, 11, (2, 5))
+    greedy = generate(model, prompt, 7, temperature=0.0)
+    assert greedy.shape == (2, 12) and torch.equal(greedy[:, :5], prompt)
+    text = prompt
+    for _ in range(7):  # greedy by reading everything from the start at every step
+        logits, _ = model(text)
+        text = torch.cat([text, logits[:, -1].argmax(-1, keepdim=True)], dim=1)
+    assert torch.equal(greedy, text)
+    # sampling is reproducible with a generator, and top-k 1 is greedy
+    first = generate(model, prompt, 7, top_k=3, generator=torch.Generator().manual_seed(4))
+    again = generate(model, prompt, 7, top_k=3, generator=torch.Generator().manual_seed(4))
+    assert torch.equal(first, again)
+    assert torch.equal(generate(model, prompt, 7, top_k=1, generator=torch.Generator().manual_seed(1)), greedy)
+
+
+def test_generate_gives_a_transformer_the_samples_of_its_own_generate():
+    torch.manual_seed(0)
+    model = DecoderOnlyLM(11, width=16, heads=2, layers=1, context=8).eval()
+    prompt = torch.randint(0, 11, (1, 3))
+    ours = generate(model, prompt, 9, temperature=0.8, top_k=4, generator=torch.Generator().manual_seed(2))
+    its = model.generate(prompt, 9, temperature=0.8, top_k=4, generator=torch.Generator().manual_seed(2))
+    assert torch.equal(ours, its) and ours.shape == (1, 12)
