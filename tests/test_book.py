@@ -151,6 +151,23 @@ def test_the_preface_has_the_measured_table_for_every_chapter():
         assert any(chapter in row for row in rows), f"no row for {chapter}"
 
 
+def test_the_preface_gives_the_gpu_times_of_the_recorded_full_runs():
+    """The GPU column and the sentence under the table say what nlpbook.recorded holds, no more."""
+    from nlpbook.recorded import full_profile_runs
+
+    text = (REPO / "book" / "preface.md").read_text()
+    rows = {line.split("`")[1].split("/")[0]: line for line in text.splitlines() if line.startswith("| {doc}`0")}
+    runs = full_profile_runs()
+    for chapter, row in rows.items():
+        mine = [run for run in runs if run.page.startswith(chapter + "/")]
+        minutes = sum(run.seconds for run in mine) / 60
+        expected = f"{len(mine)} page{'s' if len(mine) > 1 else ''}, {minutes:.1f} min" if mine else "not run"
+        assert row.endswith(f"| {expected} |"), f"{chapter}: expected {expected!r} in {row!r}"
+    for run in runs:
+        assert f"{{doc}}`{run.page}` ({run.seconds / 60:.1f} min)" in text, run.page
+        assert run.gpu in text and run.date in text, run.page
+
+
 # A page trains a model when its code builds an optimizer or runs a training loop.
 TRAINS = re.compile(r"torch\.optim\.|nlpbook\.train\(|Word2Vec\(")
 # Pages that train but have nothing a GPU would scale, with the reason.
