@@ -48,6 +48,11 @@ BIBLES = ("web", "kjv", "basic")  # the translations the full-profile pages read
 MINILM_FILES = ("config.json", "vocab.txt")
 
 
+def stem(page: str) -> str:
+    """A page's name in file names: ``05-transformers/copying`` -> ``05-transformers__copying``."""
+    return page.replace("/", "__")
+
+
 # --- here: the bundle ----------------------------------------------------------------------------
 
 def prepare(bundle: Path, pages: list[str]) -> None:
@@ -61,7 +66,7 @@ def prepare(bundle: Path, pages: list[str]) -> None:
     for page in pages:
         notebook = jupytext.read(REPO / "book" / f"{page}.md")
         cells = [cell.source for cell in notebook.cells if cell.cell_type == "code"]
-        (bundle / "pages" / f"{page.replace('/', '__')}.json").write_text(json.dumps(cells))
+        (bundle / "pages" / f"{stem(page)}.json").write_text(json.dumps(cells))
     verses = {name: [[v.book, v.chapter, v.verse, v.text] for v in corpora.bible_verses(name)]
               for name in BIBLES}
     with gzip.open(bundle / "bible.json.gz", "wt", encoding="utf-8") as handle:
@@ -106,7 +111,7 @@ class Recorder:
         """What plt.show does here: save the figure and close it."""
         import matplotlib.pyplot as plt
 
-        name = f"{self.data['page'].replace('/', '__')}-{len(self.data['figures']) + 1}.png"
+        name = f"{stem(self.data['page'])}-{len(self.data['figures']) + 1}.png"
         plt.gcf().savefig(self.figures / name, dpi=100, bbox_inches="tight")
         plt.close("all")
         self.data["figures"].append(name)
@@ -186,9 +191,9 @@ def run_page(page: str, bundle: Path, out: Path) -> None:
     """Execute one page's cells in this process, in order, as a notebook kernel would."""
     figures = out / "figures"
     figures.mkdir(exist_ok=True)
-    recorder = Recorder(page, out / f"{page.replace('/', '__')}.json", figures)
+    recorder = Recorder(page, out / f"{stem(page)}.json", figures)
     stand_ins(recorder, bundle)
-    cells = json.loads((bundle / "pages" / f"{page.replace('/', '__')}.json").read_text())
+    cells = json.loads((bundle / "pages" / f"{stem(page)}.json").read_text())
     namespace = {"__name__": "__main__"}
     start = time.perf_counter()
     for number, source in enumerate(cells, 1):
@@ -220,7 +225,6 @@ def run(bundle: Path, out: Path, pages: list[str], deadline: float, profile: str
     summary = []
     for page in pages:
         left = end - time.monotonic()
-        name = page.replace("/", "__")
         if left < least:
             summary.append(dict(page=page, status="skipped", error=f"{left:.0f} s left, under {least:.0f}"))
             continue
@@ -237,9 +241,9 @@ def run(bundle: Path, out: Path, pages: list[str], deadline: float, profile: str
                                stderr=subprocess.STDOUT, timeout=left)
             except subprocess.TimeoutExpired:
                 pass
-        record_path = out / f"{name}.json"
+        record_path = out / f"{stem(page)}.json"
         record = json.loads(record_path.read_text()) if record_path.is_file() else dict(page=page, status="no record")
-        if record.get("status") == "running":  # killed at the deadline between two cells
+        if record.get("status") == "running":  # killed at the deadline, in the middle of a cell
             record["status"] = "cut off"
             record_path.write_text(json.dumps(record, indent=1))
         summary.append(record)
