@@ -155,6 +155,13 @@ def generate(model: nn.Module, ids: torch.Tensor, new_tokens: int, temperature: 
     return torch.cat(out, dim=1)
 
 
+def curve_by_characters(run: dict, chars_per_step: int) -> list[tuple[float, Any]]:
+    """A ``train_for_seconds`` run's evaluations against the characters it had trained on by then
+    instead of the seconds (steps come at a constant rate), for comparing machines or batch sizes."""
+    rate = run["steps"] * chars_per_step / run["seconds"]  # characters a second
+    return [(seconds * rate, result) for seconds, result in run["curve"]]
+
+
 def _logits(model: nn.Module, inputs: torch.Tensor) -> torch.Tensor:
     """The logits of a model that returns them alone or first in a tuple (with its state)."""
     out = model(inputs)

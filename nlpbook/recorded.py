@@ -52,6 +52,15 @@ class RecordedRun:
                               f"it glued {', '.join(sorted(self.glued))}")
         return self.glued[name]
 
+    def mean(self, name: str) -> float:
+        """The number a glued result starts with: the mean of "2.746 ± 0.002" or of
+        "2.61 ± 0.07 over 2 seeds", or a number glued as one."""
+        value = self.value(name)
+        try:
+            return float(value) if not isinstance(value, str) else float(value.split()[0])
+        except (ValueError, IndexError):
+            raise RecordError(f"{self.path}: {self.page}'s {name!r} is {value!r}, not a result") from None
+
     @property
     def where(self) -> str:
         """The machine and the day, for a sentence: "one NVIDIA H200, on 2026-11-27"."""

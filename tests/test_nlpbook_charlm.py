@@ -4,7 +4,7 @@ import pytest
 import torch
 import torch.nn as nn
 
-from nlpbook.charlm import (CharRNN, bible_char_data, generate, loss_by_position, next_char_loss, perplexity,
+from nlpbook.charlm import (CharRNN, bible_char_data, curve_by_characters, generate, loss_by_position, next_char_loss, perplexity,
                             next_char_losses, train_for_seconds,
                             random_windows, scored_perplexity, scored_transformer_perplexity, sequential_batches)
 from nlpbook.transformer import DecoderOnlyLM
@@ -198,3 +198,8 @@ def test_generate_gives_a_transformer_the_samples_of_its_own_generate():
     ours = generate(model, prompt, 9, temperature=0.8, top_k=4, generator=torch.Generator().manual_seed(2))
     its = model.generate(prompt, 9, temperature=0.8, top_k=4, generator=torch.Generator().manual_seed(2))
     assert torch.equal(ours, its) and ours.shape == (1, 12)
+
+
+def test_curve_by_characters_puts_each_evaluation_at_the_characters_read_by_then():
+    run = dict(steps=100, seconds=10.0, curve=[(2.5, 9.0), (10.0, 4.0)])  # 10 steps a second
+    assert curve_by_characters(run, chars_per_step=64) == [(1600.0, 9.0), (6400.0, 4.0)]

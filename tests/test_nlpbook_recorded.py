@@ -63,3 +63,12 @@ def test_a_damaged_record_names_the_file_and_what_is_wrong(tmp_path):
     (tmp_path / "bad.json").write_text("{not json")
     with pytest.raises(recorded.RecordError, match=r"bad\.json: not JSON"):
         recorded.full_profile_runs(tmp_path / "bad.json")
+
+
+def test_mean_reads_the_number_a_result_starts_with_and_refuses_words(tmp_path):
+    entry = ENTRY | {"glued": {"ppl": "2.746 ± 0.002", "loss": "2.61 ± 0.07 over 2 seeds", "n": 30,
+                               "verdict": "the LSTM ends best"}}
+    run = recorded.full_profile_run("05-a/x", write(tmp_path, [entry], "results.json"))
+    assert (run.mean("ppl"), run.mean("loss"), run.mean("n")) == (2.746, 2.61, 30.0)
+    with pytest.raises(recorded.RecordError, match=r"05-a/x's 'verdict' is 'the LSTM ends best', not a result"):
+        run.mean("verdict")
