@@ -5,10 +5,22 @@ A chapter test names its classic mistakes as edits to the instructor's solution
 and every mistake must cost exactly the points it is expected to cost, in its
 own part, and nothing anywhere else.  A part is a solution cell together with
 the graded test cells that follow it.
+
+The parts of a notebook are graded independently (no test of one part runs the
+student's code for another), so one hand-in can carry a mistake in each of
+several parts: hand-in k holds the k-th mistake of every part, the k-th correct
+variant and, beside them, a part handed in blank.  Every part of a packed
+hand-in must score exactly what its own entry predicts (full marks where it has
+none), so a mistake that leaked into another part fails the test of every entry
+in that hand-in.  A chapter's class then runs its training part once per
+training mistake instead of once per mistake anywhere.  A few entries
+(:attr:`ChapterGrading.ALONE`) are also handed in on their own, and must score
+the same there: the independence the packing relies on, shown rather than assumed.
 """
 from __future__ import annotations
 
 import csv
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import nbformat
@@ -52,41 +64,109 @@ def blank_student(part: str) -> str:
     return f"blank-{part}"
 
 
-def grade_mistakes(assignment: str, notebook: str, mistakes: dict, folder: Path, variants: dict | None = None):
-    """Grade the solution, the untouched exercise and one student per mistake; return the part scores.
+@dataclass(frozen=True)
+class Entry:
+    """One thing a class hands in: a classic mistake, a part left blank, or a correct variant.
 
-    ``mistakes``: student id -> (part, expected score in that part, edits to the solution).
-    ``variants``: student id -> edits that keep the solution correct (other ways to write it).
-    Every part is also handed in blank once (the exercise's stub, which raises), beside a
-    solution of every other part: a later part's tests must not fail because of it.
+    ``expected`` is its score in ``part``; None means full marks (a correct variant).
+    ``edits`` change the solution's cells (``solved``'s edits); ``replace`` swaps whole cells.
     """
+
+    name: str
+    part: str
+    expected: float | None
+    edits: dict = field(default_factory=dict, compare=False)
+    replace: dict = field(default_factory=dict, compare=False)
+
+    def cells(self) -> set[str]:
+        return set(self.edits) | set(self.replace)
+
+
+@dataclass
+class HandIn:
+    """A notebook handed in under ``student``, carrying ``entries`` (at most one per part, on disjoint cells)."""
+
+    student: str
+    entries: list[Entry] = field(default_factory=list)
+
+    def takes(self, entry: Entry) -> bool:
+        return all(entry.part != other.part and not entry.cells() & other.cells() for other in self.entries)
+
+    def notebook(self, assignment: str, notebook: str) -> nbformat.NotebookNode:
+        edits = {cell: changes for entry in self.entries for cell, changes in entry.edits.items()}
+        replace = {cell: source for entry in self.entries for cell, source in entry.replace.items()}
+        return solved(assignment, notebook, edits, replace=replace, answers=False)
+
+    def describe(self) -> str:
+        return f"{self.student} (carrying {', '.join(entry.name for entry in self.entries)})"
+
+
+def pack(entries: list[Entry]) -> list[HandIn]:
+    """As few hand-ins as there are entries in the busiest part: each entry goes into the first that takes it."""
+    hand_ins: list[HandIn] = []
+    for entry in entries:
+        home = next((hand_in for hand_in in hand_ins if hand_in.takes(entry)), None)
+        if home is None:
+            home = HandIn(f"packed-{len(hand_ins) + 1:02d}")
+            hand_ins.append(home)
+        home.entries.append(entry)
+    return hand_ins
+
+
+@dataclass
+class ClassScores:
+    """What a graded class scored: ``parts[student][part] = [score, max]``, and which hand-in carried each entry."""
+
+    parts: dict[str, dict[str, list[float]]]
+    hand_in_of: dict[str, HandIn]  # entry name -> the packed hand-in that carried it
+    alone: dict[str, Entry]        # student id -> the entry handed in on its own under that id
+
+    def __getitem__(self, student: str) -> dict[str, list[float]]:
+        return self.parts[student]
+
+
+def grade_class(assignment: str, notebook: str, entries: list[Entry], alone: tuple[str, ...],
+                folder: Path) -> ClassScores:
+    """Grade the solution, the untouched exercise, every entry packed and the ``alone`` entries on their own."""
     submissions, out = folder / "submissions", folder / "out"
     write(solved(assignment, notebook), submissions / "solution" / assignment, notebook)
-    exercise = nbformat.read(EXERCISES / assignment / f"{notebook}.ipynb", as_version=4)
-    write(exercise, submissions / "untouched" / assignment, notebook)
-    for student, (_, _, edits) in mistakes.items():
-        write(solved(assignment, notebook, edits, answers=False), submissions / student / assignment, notebook)
-    for student, edits in (variants or {}).items():
-        write(solved(assignment, notebook, edits, answers=False), submissions / student / assignment, notebook)
-    stubs = {cell.metadata["nbgrader"]["grade_id"]: cell.source for cell in exercise.cells
-             if cell.cell_type == "code" and cell.metadata.get("nbgrader", {}).get("solution")}
-    for part in parts_of(assignment, notebook):
-        write(solved(assignment, notebook, replace={part: stubs[part]}, answers=False),
-              submissions / blank_student(part) / assignment, notebook)
+    write(nbformat.read(EXERCISES / assignment / f"{notebook}.ipynb", as_version=4),
+          submissions / "untouched" / assignment, notebook)
+    by_name = {entry.name: entry for entry in entries}
+    unknown = sorted(set(alone) - set(by_name))
+    assert not unknown, f"ALONE names entries that do not exist: {unknown}"
+    packed = pack(entries)
+    for hand_in in packed + [HandIn(name, [by_name[name]]) for name in alone]:
+        write(hand_in.notebook(assignment, notebook), submissions / hand_in.student / assignment, notebook)
     result = run_autograder("grade", assignment, "--submissions", str(submissions), "--out", str(out))
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    return read_part_scores(out, parts_of(assignment, notebook))
+    return ClassScores(parts=read_part_scores(out, parts_of(assignment, notebook)),
+                       hand_in_of={entry.name: hand_in for hand_in in packed for entry in hand_in.entries},
+                       alone={name: by_name[name] for name in alone})
 
 
-def check_mistake(scores: dict, student: str, broken: str, expected: float) -> None:
-    """``student`` scores ``expected`` in part ``broken`` (less than its maximum) and full marks elsewhere."""
-    assert broken in scores[student], f"{broken} is not a part: {sorted(scores[student])}"
-    for part, (score, maximum) in scores[student].items():
-        if part == broken:
-            assert score == expected, f"{student}: {part} scored {score} of {maximum}, expected {expected}"
-            assert score < maximum
+def check_hand_in(scores, hand_in: HandIn) -> None:
+    """Every part of ``hand_in`` scores what its entry predicts (less than the maximum for a mistake or a
+    blank, full marks for a variant) and every part without an entry scores full marks."""
+    got = scores[hand_in.student]
+    for entry in hand_in.entries:
+        assert entry.part in got, f"{entry.part} is not a part: {sorted(got)}"
+    predicted = {entry.part: entry for entry in hand_in.entries}
+    for part, (score, maximum) in got.items():
+        entry = predicted.get(part)
+        if entry is None:
+            assert score == maximum, (f"{hand_in.describe()}: {part} lost points ({score} of {maximum}) "
+                                      f"though no entry of this hand-in is in it")
+        elif entry.expected is None:
+            assert score == maximum, f"{hand_in.describe()}: {entry.name}, a correct variant, scored {score} of {maximum}"
         else:
-            assert score == maximum, f"{student}: {part} lost points ({score} of {maximum}) for a mistake in {broken}"
+            assert score == entry.expected and score < maximum, (
+                f"{hand_in.describe()}: {entry.name} scored {score} of {maximum} in {part}, expected {entry.expected}")
+
+
+def check_mistake(scores, student: str, broken: str, expected: float) -> None:
+    """``student``, who handed in one mistake, scores ``expected`` in part ``broken`` and full marks elsewhere."""
+    check_hand_in(scores, HandIn(student, [Entry(student, broken, expected)]))
 
 
 class ChapterGrading:
@@ -99,27 +179,57 @@ class ChapterGrading:
     AUTO_POINTS: float
     MISTAKES: dict
     VARIANTS: dict = {}  # student id -> edits that keep the solution correct: full marks
+    # Entries also handed in on their own (mistake or variant ids, or blank_student(part)).  Beside the
+    # ones a chapter names, the first part handed in blank: a crash at the top must cost nothing below it.
+    ALONE: tuple[str, ...] = ()
+
+    @classmethod
+    def entries(cls) -> list[Entry]:
+        """Every mistake, variant and blank part, in the order they are packed."""
+        exercise = nbformat.read(EXERCISES / cls.ASSIGNMENT / f"{cls.NOTEBOOK}.ipynb", as_version=4)
+        stubs = {cell.metadata["nbgrader"]["grade_id"]: cell.source for cell in exercise.cells
+                 if cell.cell_type == "code" and cell.metadata.get("nbgrader", {}).get("solution")}
+        found = [Entry(name, part, expected, edits) for name, (part, expected, edits) in cls.MISTAKES.items()]
+        for name, edits in cls.VARIANTS.items():
+            assert len(edits) == 1, f"variant {name} edits {sorted(edits)}: a variant rewrites one part"
+            found.append(Entry(name, next(iter(edits)), None, edits))
+        found += [Entry(blank_student(part), part, 0.0, replace={part: stubs[part]})
+                  for part in parts_of(cls.ASSIGNMENT, cls.NOTEBOOK)]
+        return found
+
+    @classmethod
+    def alone(cls) -> tuple[str, ...]:
+        first = blank_student(next(iter(parts_of(cls.ASSIGNMENT, cls.NOTEBOOK))))
+        return tuple(dict.fromkeys((first, *cls.ALONE)))
 
     @pytest.fixture(scope="class")
     @classmethod
-    def scores(cls, tmp_path_factory):
-        return grade_mistakes(cls.ASSIGNMENT, cls.NOTEBOOK, cls.MISTAKES, tmp_path_factory.mktemp(cls.ASSIGNMENT),
-                              cls.VARIANTS)
+    def scores(cls, tmp_path_factory) -> ClassScores:
+        return grade_class(cls.ASSIGNMENT, cls.NOTEBOOK, cls.entries(), cls.alone(),
+                           tmp_path_factory.mktemp(cls.ASSIGNMENT))
 
     def test_a_blank_part_costs_its_own_points_and_nothing_else(self, scores):
         # One crash in an earlier part must not cost a point of a later one (the notebook promises it).
         problems = []
         for part in parts_of(self.ASSIGNMENT, self.NOTEBOOK):
             try:
-                check_mistake(scores, blank_student(part), part, 0.0)
+                check_hand_in(scores, scores.hand_in_of[blank_student(part)])
             except AssertionError as error:
                 problems.append(str(error).splitlines()[0])
         assert not problems, "\n".join(problems)
 
     def test_correct_variants_keep_every_point(self, scores):
         for student in self.VARIANTS:
-            lost = {part: s for part, s in scores[student].items() if s[0] != s[1]}
-            assert not lost, f"{student}: a correct way to write it lost points in {lost}"
+            check_hand_in(scores, scores.hand_in_of[student])
+
+    def test_an_entry_handed_in_alone_scores_as_it_does_packed(self, scores):
+        # The packing's premise, checked: alone, each scores its own part as predicted and full marks
+        # elsewhere, and exactly what it scored beside other parts' mistakes.
+        for student, entry in scores.alone.items():
+            check_hand_in(scores, HandIn(student, [entry]))
+            packed = scores.hand_in_of[student].student
+            assert scores[student][entry.part] == scores[packed][entry.part], (
+                f"{student} scored {scores[student][entry.part]} alone and {scores[packed][entry.part]} in {packed}")
 
     def test_the_solution_gets_every_automatic_point(self, scores):
         assert sorted(scores["solution"]) == sorted(parts_of(self.ASSIGNMENT, self.NOTEBOOK))
@@ -130,5 +240,4 @@ class ChapterGrading:
         assert all(score == 0.0 for score, _ in scores["untouched"].values())
 
     def test_each_mistake_costs_its_own_part_and_nothing_else(self, scores, student):
-        broken, expected, _ = self.MISTAKES[student]
-        check_mistake(scores, student, broken, expected)
+        check_hand_in(scores, scores.hand_in_of[student])

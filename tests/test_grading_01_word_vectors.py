@@ -16,6 +16,8 @@ COOC, PPMI, PAIRS, LOSS, WINDOWS = (
 class TestWordVectorsExercise(ChapterGrading):
     ASSIGNMENT, NOTEBOOK = "01-word-vectors", "word_vectors"
     AUTO_POINTS = 11.0
+    # Handed in on its own as well as packed beside other parts' mistakes (chapter_grading.py).
+    ALONE = ("pmi-nan-for-empty-rows",)
     # student id -> (the part it breaks, its score in that part, edits to the solution)
     MISTAKES = {
         "window-exclusive": (COOC, 0.0, {COOC: [("range(1, window + 1)", "range(1, window)")]}),

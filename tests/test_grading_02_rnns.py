@@ -11,6 +11,8 @@ MODEL, TRAIN = "rnn_language_model", "train_language_model"
 class TestRnnsExercise(ChapterGrading):
     ASSIGNMENT, NOTEBOOK = "02-rnns", "rnns"
     AUTO_POINTS = 19.0
+    # Handed in on its own as well as packed beside other parts' mistakes (chapter_grading.py).
+    ALONE = ("forward-returns-first-state",)
     # student id -> (the part it breaks, its score in that part, edits to the solution)
     MISTAKES = {
         "step-without-tanh": (STEP, 0.0, {STEP: [("return torch.tanh(", "return (")]}),

@@ -12,6 +12,8 @@ TRANSLATOR = "translator"
 class TestLstmsExercise(ChapterGrading):
     ASSIGNMENT, NOTEBOOK = "03-lstms", "lstms"
     AUTO_POINTS = 19.0
+    # Handed in on its own as well as packed beside other parts' mistakes (chapter_grading.py).
+    ALONE = ("greedy-keeps-eos",)
     # student id -> (the part it breaks, its score in that part, edits to the solution)
     MISTAKES = {
         "lstm-h-from-old-cell": (LSTM, 0.0, {LSTM: [("torch.sigmoid(o) * torch.tanh(c)", "torch.sigmoid(o) * torch.tanh(c_prev)")]}),

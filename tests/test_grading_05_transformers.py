@@ -24,6 +24,8 @@ TOP_K = ("        kth = scaled.topk(top_k, dim=-1).values[..., -1:]             
 class TestTransformersExercise(ChapterGrading):
     ASSIGNMENT, NOTEBOOK = "05-transformers", "transformers"
     AUTO_POINTS = 19.0
+    # Handed in on its own as well as packed beside other parts' mistakes (chapter_grading.py).
+    ALONE = ("encoder-without-the-second-residual",)
     # student id -> (the part it breaks, its score in that part, edits to the solution)
     MISTAKES = {
         "merges-counts-ignore-word-frequency": (MERGES, 0.0, {MERGES: [("pairs[pair] += count", "pairs[pair] += 1")]}),

@@ -17,6 +17,8 @@ EMBEDDINGS = ("summed = (self.word_embedding(input_ids) + self.pos_embedding(sel
 class TestBertExercise(ChapterGrading):
     ASSIGNMENT, NOTEBOOK = "06-bert", "bert"
     AUTO_POINTS = 20.0
+    # Handed in on its own as well as packed beside other parts' mistakes (chapter_grading.py).
+    ALONE = ("attention-mask-multiplied",)
     # student id -> (the part it breaks, its score in that part, edits to the solution)
     MISTAKES = {
         "wordpiece-without-continuation-marks": (WORDPIECE, 0.0, {WORDPIECE: [

@@ -10,6 +10,8 @@ MOMENTUM, RMSPROP, ADAM, ADAMW, SCHEDULE = "momentum_step", "rmsprop_step", "ada
 class TestAdamExercise(ChapterGrading):
     ASSIGNMENT, NOTEBOOK = "07-adam", "adam"
     AUTO_POINTS = 12.0
+    # Handed in on its own as well as packed beside other parts' mistakes (chapter_grading.py).
+    ALONE = ("adam-no-bias-correction",)
     # student id -> (the part it breaks, its score in that part, edits to the solution)
     MISTAKES = {
         "momentum-as-an-average": (MOMENTUM, 0.0, {MOMENTUM: [("state[\"velocity\"].mul_(momentum).add_(grad)",
