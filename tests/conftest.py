@@ -23,10 +23,11 @@ os.environ.setdefault("NLPBOOK_PROFILE", "quick")
 os.environ.setdefault("NLPBOOK_PROGRESS", "0")
 
 
-def run_autograder(*args: str, timeout: int = 1800) -> subprocess.CompletedProcess:
-    """Run ``python -m autograder ARGS`` the way an instructor does, and capture what it prints."""
+def run_autograder(*args: str, timeout: int = 1800, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    """Run ``python -m autograder ARGS`` the way an instructor does (``env`` added to the environment),
+    and capture what it prints."""
     return subprocess.run([sys.executable, "-m", "autograder", *args], cwd=REPO, capture_output=True,
-                          text=True, timeout=timeout)
+                          text=True, timeout=timeout, env={**os.environ, **(env or {})})
 
 
 def repository_copy(destination: Path) -> Path:
@@ -69,15 +70,45 @@ def notebook_pages() -> list[str]:
             if (page := REPO / f"{name}.md").exists() and "kernelspec:" in page.read_text()]
 
 
+def execute_pages(cache_folder: Path, workers: int) -> None:
+    """Run the book's notebook pages ``workers`` at a time into the execution cache at ``cache_folder``.
+
+    Jupyter Book runs its pages one after another.  In the quick profile a page spends most of
+    its time starting a kernel, importing and running small models, mostly on one core, so two
+    at a time on two cores take about half as long.  The build then finds every page in its
+    cache: jupyter-cache keys a page by its code cells, not by which process ran them.  A page
+    that fails here is left out of the cache, so the build runs it again and reports its error.
+    Only the tests do this: in the standard profile, pages race models against the clock, and
+    two at a time would change the figures the text quotes.
+    """
+    from concurrent.futures import ProcessPoolExecutor
+
+    import yaml
+    from jupyter_cache import get_cache
+    from jupyter_cache.executors.basic import ExecutionWorkerLocalMProc, ProcessData
+
+    # Each kernel gets its share of the cores: two kernels of two threads each on two cores
+    # wait on each other's threads at every operation, and ran pages 7 to 14 times slower.
+    threads = str(max(1, (os.cpu_count() or 1) // workers))
+    timeout = yaml.safe_load((REPO / "_config.yml").read_text())["execute"]["timeout"]
+    cache = get_cache(str(cache_folder))
+    records = [cache.add_nb_to_project(str(REPO / f"{name}.md"), read_data={"name": "myst_nb_md", "type": "plugin"})
+               for name in notebook_pages()]
+    with ProcessPoolExecutor(workers, initializer=os.environ.update,
+                             initargs=({"OMP_NUM_THREADS": threads, "MKL_NUM_THREADS": threads},)) as pool:
+        list(pool.map(ExecutionWorkerLocalMProc(), [ProcessData(r.pk, r.uri, cache, timeout, False) for r in records]))
+
+
 @pytest.fixture(scope="session")
 def built_book(tmp_path_factory):
     """The README's build command (plus -n) into a fresh folder: (the finished process, its output folder).
 
     One build per test session, shared by the build checks (test_book.py) and the browser
     test (test_book_browser.py); the folder also holds the execution cache, so a second
-    builder (linkcheck) re-runs no page.
+    builder (linkcheck) re-runs no page.  The pages run two at a time first (:func:`execute_pages`).
     """
     out = tmp_path_factory.mktemp("book")
+    execute_pages(out / "_build" / ".jupyter_cache", workers=max(1, os.cpu_count() or 1))
     result = subprocess.run([str(JUPYTER_BOOK), "build", "-W", "-n", "--keep-going", "--path-output", str(out), str(REPO)],
                             capture_output=True, text=True, timeout=1800)
     return result, out
