@@ -89,15 +89,38 @@ class Visit:
 def visit(browser, base_url):
     opened: list[Visit] = []
 
-    def open_page(name: str, viewport: dict | None = None) -> Visit:
-        """The page in a fresh context; ``viewport`` sets the window's size (Playwright's default
-        otherwise)."""
-        opened.append(Visit(browser, urljoin(base_url, f"{name}.html"), viewport))
+    def open_page(name: str) -> Visit:
+        """The page in a fresh context of its own, at Playwright's default size, for a test that
+        navigates or needs nothing another test opened."""
+        opened.append(Visit(browser, urljoin(base_url, f"{name}.html")))
         return opened[-1]
 
     yield open_page
     for page in opened:
         page.close()
+
+
+# The tests of one page run one after another (each parametrizes ``name`` per module, so pytest
+# groups them by page), and share the page opened once at each size: opening a page is most of
+# a test's time.
+DESKTOP = {"width": 1400, "height": 1000}
+PHONE = {"width": 390, "height": 844}
+
+
+@pytest.fixture(scope="module")
+def shown(browser, base_url, name) -> Visit:
+    """The page ``name`` at the width of a laptop screen, opened once for all of its tests."""
+    opened = Visit(browser, urljoin(base_url, f"{name}.html"), DESKTOP)
+    yield opened
+    opened.close()
+
+
+@pytest.fixture(scope="module")
+def on_phone(browser, base_url, name) -> Visit:
+    """The page ``name`` opened at a phone's width (its layout is chosen as it loads)."""
+    opened = Visit(browser, urljoin(base_url, f"{name}.html"), PHONE)
+    yield opened
+    opened.close()
 
 
 def _wait_for_mathjax(page) -> None:
@@ -113,9 +136,9 @@ def _typeset(page):
     return page
 
 
-@pytest.mark.parametrize("name", toc_files())
-def test_page_loads_offline_with_no_errors_and_renders_its_maths_tables_and_images(visit, name):
-    opened = visit(name)
+@pytest.mark.parametrize("name", toc_files(), scope="module")
+def test_page_loads_offline_with_no_errors_and_renders_its_maths_tables_and_images(shown, name):
+    opened = shown
     page = opened.page
     maths = page.locator(".math").count()
     if maths:
@@ -127,7 +150,7 @@ def test_page_loads_offline_with_no_errors_and_renders_its_maths_tables_and_imag
         "() => [...document.images].filter(i => !(i.complete && i.naturalWidth > 0)).map(i => i.src)")
     assert not broken_images, f"{name}: images that did not load: {broken_images}"
     assert not opened.outside, f"{name} asks the network for {opened.outside}"
-    raw_tables = _raw_table_rows(page)  # last: it hides the page's code and maths to read its text
+    raw_tables = _raw_table_rows(page)
     assert not raw_tables, f"{name}: Markdown tables printed as text, not rendered: {raw_tables}"
     assert not opened.failed, f"{name}: failed requests {opened.failed}"
     assert not opened.console_errors, f"{name}: console errors {opened.console_errors}"
@@ -150,9 +173,9 @@ def _text_outside_code_and_maths(page) -> str:
     }""")
 
 
-@pytest.mark.parametrize("name", toc_files())
-def test_page_has_captioned_figures_and_no_stray_outputs(visit, name):
-    page = visit(name).page
+@pytest.mark.parametrize("name", toc_files(), scope="module")
+def test_page_has_captioned_figures_and_no_stray_outputs(shown, name):
+    page = shown.page
     uncaptioned = page.evaluate("""() => [...document.querySelectorAll("main article img")]
         .filter(img => !img.closest("figure")?.querySelector("figcaption .caption-number"))
         .map(img => img.alt || img.src)""")
@@ -176,12 +199,9 @@ def test_page_has_captioned_figures_and_no_stray_outputs(visit, name):
 # scroll inside their own box, so the test measures that box), nor a code box. A figure wider
 # than the column is shrunk to it, lettering and all: every figure is drawn at most
 # nlpbook.plot.COLUMN_WIDTH wide, so that the column shows it at its natural size.
-DESKTOP = {"width": 1400, "height": 1000}
-
-
-@pytest.mark.parametrize("name", toc_files())
-def test_equations_tables_and_code_fit_the_column_at_desktop_width(visit, name):
-    page = _typeset(visit(name, DESKTOP).page)
+@pytest.mark.parametrize("name", toc_files(), scope="module")
+def test_equations_tables_and_code_fit_the_column_at_desktop_width(shown, name):
+    page = _typeset(shown.page)
     overflowing = page.evaluate("""() => {
         const wide = [];
         for (const [kind, selector] of [["equation", "main article mjx-container[display='true']"],
@@ -204,12 +224,9 @@ def test_equations_tables_and_code_fit_the_column_at_desktop_width(visit, name):
 
 # On a phone the page itself must not scroll sideways: what is too wide (code, tables, equations)
 # scrolls inside its own box, and long inline code names break (_static/book.css).
-PHONE = {"width": 390, "height": 844}
-
-
-@pytest.mark.parametrize("name", toc_files())
-def test_page_does_not_scroll_sideways_on_a_phone(visit, name):
-    page = _typeset(visit(name, PHONE).page)
+@pytest.mark.parametrize("name", toc_files(), scope="module")
+def test_page_does_not_scroll_sideways_on_a_phone(on_phone, name):
+    page = _typeset(on_phone.page)
     width, sticking_out = page.evaluate("""() => {
         const right = document.documentElement.clientWidth + 1, out = [];
         for (const element of document.querySelectorAll("main article *"))
@@ -244,9 +261,9 @@ EXERCISES = [name for name in toc_files() if name.startswith("exercises/")]
 NOTEBOOK_PAGES = notebook_pages()
 
 
-@pytest.mark.parametrize("name", EXERCISES)
-def test_exercise_page_shows_stubs_never_solutions_and_offers_its_notebook(visit, name):
-    opened = visit(name)
+@pytest.mark.parametrize("name", EXERCISES, scope="module")
+def test_exercise_page_shows_stubs_never_solutions_and_offers_its_notebook(shown, name):
+    opened = shown
     page = opened.page
     text = page.inner_text("main")
     assert "raise NotImplementedError()" in text
@@ -266,9 +283,9 @@ def test_exercise_page_shows_stubs_never_solutions_and_offers_its_notebook(visit
     assert f"https://mybinder.org/v2/gh/{org}/{repo}/{branch}?urlpath=lab/tree/{name}.ipynb" in launches, launches
 
 
-@pytest.mark.parametrize("name", NOTEBOOK_PAGES)
-def test_notebook_page_offers_its_executed_notebook_and_binder(visit, name):
-    opened = visit(name)
+@pytest.mark.parametrize("name", NOTEBOOK_PAGES, scope="module")
+def test_notebook_page_offers_its_executed_notebook_and_binder(shown, name):
+    opened = shown
     downloads = [href for href in _hrefs(opened.page, ".dropdown-download-buttons a") if href.endswith(".ipynb")]
     assert len(downloads) == 1, downloads
     response = opened.context.request.get(downloads[0])
@@ -291,10 +308,16 @@ RESULTS_TABLE_PAGES = [name for name in NOTEBOOK_PAGES
 
 
 def _raw_table_rows(page) -> list[str]:
-    """Each raw table separator row in the page's visible text (code and maths left out), with the text around it."""
+    """Each raw table separator row in the page's visible text (code and maths left out), with the text around it.
+
+    The code and maths are hidden while the text is read, then shown again: the page is shared with its other tests."""
     text = page.evaluate("""() => {
-        for (const hidden of document.querySelectorAll("pre, code, .math, mjx-container")) hidden.style.display = "none";
-        return document.body.innerText;
+        const hidden = [...document.querySelectorAll("pre, code, .math, mjx-container")];
+        const before = hidden.map(element => element.style.display);
+        for (const element of hidden) element.style.display = "none";
+        const text = document.body.innerText;
+        hidden.forEach((element, i) => { element.style.display = before[i]; });
+        return text;
     }""")
     return [line[max(found.start() - 100, 0):found.end() + 100].strip()
             for line in text.splitlines() if (found := RAW_TABLE_ROW.search(line))]
@@ -312,10 +335,10 @@ def test_the_results_table_pages_are_found_in_the_sources():
     assert set(known) <= set(RESULTS_TABLE_PAGES), sorted(set(known) - set(RESULTS_TABLE_PAGES))
 
 
-@pytest.mark.parametrize("name", RESULTS_TABLE_PAGES)
-def test_results_tables_render_as_html_tables(visit, name):
+@pytest.mark.parametrize("name", RESULTS_TABLE_PAGES, scope="module")
+def test_results_tables_render_as_html_tables(shown, name):
     """myst-nb renders Markdown outputs as CommonMark unless told otherwise (_config.yml), and CommonMark has no tables."""
-    page = visit(name).page
+    page = shown.page
     rows = _output_table_body_rows(page)
     outputs = page.eval_on_selector_all("main article .cell_output", "outputs => outputs.map(o => o.innerText)")
     assert max(rows, default=0) >= 2, (f"{name}: output tables with body rows {rows}; outputs with pipes: "
