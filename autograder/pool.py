@@ -44,7 +44,9 @@ class DaskPool:
     def __init__(self, address: str):
         from distributed import Client
 
-        self.client = Client(address, timeout=30, set_as_default=False)
+        # How long to wait for the scheduler is Dask's own setting, distributed.comm.timeouts.connect
+        # (30 s unless configured; DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT=5s sets it from the shell).
+        self.client = Client(address, set_as_default=False)
         self.workers = sum(info.get("nthreads", 1) for info in self.client.scheduler_info()["workers"].values())
 
     def run(self, items: Iterable[jobs.Job]) -> Iterator[jobs.Result]:

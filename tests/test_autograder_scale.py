@@ -50,8 +50,9 @@ def _table(path: Path) -> list[list[str]]:
         return sorted(csv.reader(handle))
 
 
-def _grade(submissions: Path, out: Path, *options: str, check: bool = True):
-    result = run_autograder("grade", ASSIGNMENT, "--submissions", str(submissions), "--out", str(out), *options)
+def _grade(submissions: Path, out: Path, *options: str, check: bool = True, env: dict[str, str] | None = None):
+    result = run_autograder("grade", ASSIGNMENT, "--submissions", str(submissions), "--out", str(out), *options,
+                            env=env)
     if check:
         assert result.returncode == 0, result.stderr[-3000:]
     return result
@@ -227,6 +228,8 @@ def test_grading_on_a_dask_cluster_with_two_workers(submissions, sequential, tmp
 def test_an_unreachable_scheduler_is_a_clear_error(submissions, tmp_path):
     from servers import free_port
 
-    result = _grade(submissions, tmp_path / "out", "--scheduler", f"tcp://127.0.0.1:{free_port()}", check=False)
+    # Dask waits 30 s for a scheduler by default; its own setting shortens the wait.
+    result = _grade(submissions, tmp_path / "out", "--scheduler", f"tcp://127.0.0.1:{free_port()}", check=False,
+                    env={"DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT": "3s"})
     assert result.returncode == 2
     assert "cannot reach the Dask scheduler" in result.stderr
