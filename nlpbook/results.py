@@ -1,0 +1,238 @@
+"""Measured results as data: a measurement over seeds, the one rule for comparing two, and tables of them.
+
+A page that trains models ends with numbers a sentence quotes and a table shows.  Kept as
+objects, not as the strings a page prints, the same figures can be glued into the text,
+rendered as a table, compared by one rule, stored as JSON by a run on another machine and read
+back as numbers::
+
+    lstm, transformer = Runs([2.633, 2.641, 2.630]), Runs([2.746, 2.744, 2.749])
+    str(lstm)                                  # '2.635 ± 0.006'
+    lstm.versus(transformer)                   # Verdict('ahead', ...): lower is better by default
+    Table(["model", "loss (nats)"]).add("LSTM", lstm).add("Transformer", transformer)
+
+**The rule.**  ``a.versus(b)`` says ``ahead`` when every run of ``a`` is better than every run of
+``b``, ``behind`` when every run is worse, and ``level`` otherwise: the two ranges overlap.  It
+assumes nothing about how runs spread, and how often it is wrong is exact: when the two models
+are equally good (their runs drawn from one distribution), the chance that it still names one
+ahead is ``2 / C(n + m, n)`` for ``n`` and ``m`` seeds (:func:`false_positive_rate`):
+
+========  ==========  =============================================
+seeds     called      so an ordering on this many seeds is
+========  ==========  =============================================
+1 and 1   always      one run: say so, never a verdict
+2 and 2   1 in 3      not evidence
+3 and 3   1 in 10     the least the book rests an ordering on
+5 and 5   1 in 126    what the book uses where a run is short
+========  ==========  =============================================
+
+Against a single number (a counted n-gram, a published figure) the rule asks that all ``n`` runs
+fall on one side of it; if the number were the median of the runs' distribution, that happens
+by chance with probability ``2 / 2**n`` (1 in 4 for 3 seeds, 1 in 16 for 5).
+"""
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from typing import Any, Iterable, Sequence
+
+import numpy as np
+
+from nlpbook.spread import mean_range, mean_std
+
+VERDICTS = ("ahead", "level", "behind")
+
+
+def false_positive_rate(n: int, m: int | None = None) -> float:
+    """The chance that :meth:`Runs.versus` calls one of two equally good models ahead: ``2 / C(n + m, n)``
+    for ``n`` and ``m`` runs, or ``2 / 2**n`` for ``n`` runs against a single number (``m`` None)."""
+    if n < 1 or (m is not None and m < 1):
+        raise ValueError(f"a comparison needs at least one run a side, got {n} and {m}")
+    if m is None:
+        return min(1.0, 2 / 2**n)
+    return min(1.0, 2 / math.comb(n + m, n))
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """``word`` ("ahead", "level" or "behind") of the first result against the second, and the chance
+    that two equally good models get a verdict other than level with these seed counts."""
+
+    word: str
+    false_positive_rate: float
+
+    def __str__(self) -> str:
+        return self.word
+
+
+@dataclass(frozen=True, init=False)
+class Runs:
+    """One measurement repeated over seeds: a model's validation loss after each of its runs, say.
+
+    ``str(runs)`` is the mean and the sample standard deviation ("2.635 ± 0.006", the value alone
+    for one run), with ``digits`` decimals; :meth:`range_text` and :meth:`seeds_text` are the other
+    two ways the book writes a result.  ``float(runs)`` is the mean."""
+
+    values: tuple[float, ...]
+    digits: int
+
+    def __init__(self, values: Iterable[float], digits: int = 3):
+        values = tuple(float(value) for value in np.asarray(list(values), dtype=float).ravel())
+        if not values:
+            raise ValueError("no runs to summarize: the list of values is empty")
+        object.__setattr__(self, "values", values)
+        object.__setattr__(self, "digits", int(digits))
+
+    @property
+    def n(self) -> int:
+        return len(self.values)
+
+    @property
+    def mean(self) -> float:
+        return float(np.mean(self.values))
+
+    @property
+    def std(self) -> float:
+        """The sample standard deviation (divided by n - 1, as ``torch.std``); 0 for one run."""
+        return float(np.std(self.values, ddof=1)) if self.n > 1 else 0.0
+
+    @property
+    def low(self) -> float:
+        return min(self.values)
+
+    @property
+    def high(self) -> float:
+        return max(self.values)
+
+    def __float__(self) -> float:
+        return self.mean
+
+    def __str__(self) -> str:
+        return mean_std(self.values, self.digits)
+
+    def _repr_pretty_(self, printer, cycle) -> None:  # what IPython shows and myst-nb's glue writes
+        printer.text(str(self))
+
+    def range_text(self) -> str:
+        """"9.6 (9.0 to 10.1)": the mean, then the lowest and the highest run."""
+        return mean_range(self.values, self.digits)
+
+    def seeds_text(self) -> str:
+        """"4.63 ± 0.02 over 3 seeds", or "4.61 with 1 seed": the result and how many runs it rests on."""
+        if self.n == 1:
+            return f"{self.values[0]:.{self.digits}f} with 1 seed"
+        return f"{self} over {self.n} seeds"
+
+    def versus(self, other: "Runs | float", *, better: str = "lower") -> Verdict:
+        """This result against ``other`` (runs, or one number) by the book's one rule (the module's
+        docstring): ahead when every run is better than every run of ``other``, behind when every
+        run is worse, level when they overlap.  ``better`` is "lower" (a loss) or "higher" (an accuracy)."""
+        if better not in ("lower", "higher"):
+            raise ValueError(f"better must be 'lower' or 'higher', got {better!r}")
+        sign = 1.0 if better == "lower" else -1.0
+        if isinstance(other, Runs):
+            theirs, rate = other.values, false_positive_rate(self.n, other.n)
+        else:
+            theirs, rate = (float(other),), false_positive_rate(self.n)
+        ours = [sign * value for value in self.values]
+        theirs = [sign * value for value in theirs]
+        if any(math.isnan(value) for value in (*ours, *theirs)):
+            raise ValueError(f"a run is NaN: {self.values} against {other}; a diverged run has no place in an ordering")
+        if max(ours) < min(theirs):
+            return Verdict("ahead", rate)
+        if min(ours) > max(theirs):
+            return Verdict("behind", rate)
+        return Verdict("level", rate)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"runs": list(self.values), "digits": self.digits}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> "Runs":
+        return cls(data["runs"], data.get("digits", 3))
+
+
+def _cell_text(value: Any, spec: str | None) -> str:
+    if isinstance(value, Runs):
+        text = str(value)
+    elif isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool):
+        text = format(value, spec) if spec else format(value, "g")
+    else:
+        text = str(value)
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+class Table:
+    """Rows of results under named columns, shown as a table in the built page (a Markdown pipe table,
+    which the book renders with its own parser, so ``$...$`` maths in a cell is typeset) and kept as
+    JSON by a run on another machine.
+
+    A cell is a :class:`Runs`, a number or text; ``formats`` gives a column's number format
+    (``{"weights": ","}``).  ``table.column("loss")`` and ``table.row("LSTM")`` give the objects back."""
+
+    def __init__(self, columns: Sequence[str], formats: dict[str, str] | None = None):
+        if len(set(columns)) != len(columns) or not columns:
+            raise ValueError(f"a table needs distinct column names, got {list(columns)}")
+        self.columns = list(columns)
+        self.formats = dict(formats or {})
+        unknown = sorted(set(self.formats) - set(self.columns))
+        if unknown:
+            raise ValueError(f"formats for columns the table does not have: {unknown}")
+        self.rows: list[list[Any]] = []
+
+    def add(self, *cells: Any) -> "Table":
+        """Append a row, one cell per column; returns the table, so that rows chain."""
+        if len(cells) != len(self.columns):
+            raise ValueError(f"a row of {len(cells)} cells for {len(self.columns)} columns {self.columns}")
+        self.rows.append(list(cells))
+        return self
+
+    def column(self, name: str) -> list[Any]:
+        index = self._index(name)
+        return [row[index] for row in self.rows]
+
+    def row(self, first: Any) -> dict[str, Any]:
+        """The row whose first cell is ``first``, as column -> cell."""
+        for row in self.rows:
+            if row[0] == first:
+                return dict(zip(self.columns, row))
+        raise KeyError(f"no row starts with {first!r}; rows: {[row[0] for row in self.rows]}")
+
+    def _index(self, name: str) -> int:
+        if name not in self.columns:
+            raise KeyError(f"no column {name!r}; columns: {self.columns}")
+        return self.columns.index(name)
+
+    def _repr_markdown_(self) -> str:
+        header = "| " + " | ".join(_cell_text(name, None) for name in self.columns) + " |"
+        rule = "|" + "|".join("---" for _ in self.columns) + "|"
+        body = ["| " + " | ".join(_cell_text(cell, self.formats.get(column)) for column, cell in zip(self.columns, row))
+                + " |" for row in self.rows]
+        return "\n".join([header, rule, *body])
+
+    def __repr__(self) -> str:
+        return self._repr_markdown_()
+
+    def to_json(self) -> dict[str, Any]:
+        return {"columns": self.columns, "formats": self.formats,
+                "rows": [[cell.to_json() if isinstance(cell, Runs) else _plain(cell) for cell in row]
+                         for row in self.rows]}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> "Table":
+        table = cls(data["columns"], data.get("formats"))
+        for row in data["rows"]:
+            table.add(*(Runs.from_json(cell) if isinstance(cell, dict) and "runs" in cell else cell for cell in row))
+        return table
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Table) and json.dumps(self.to_json()) == json.dumps(other.to_json())
+
+
+def _plain(cell: Any) -> Any:
+    """A cell as JSON holds it: numpy numbers become Python numbers."""
+    if isinstance(cell, np.generic):
+        return cell.item()
+    if isinstance(cell, (str, int, float)) or cell is None:
+        return cell
+    raise TypeError(f"a table cell must be Runs, a number or text, not {type(cell).__name__}: {cell!r}")

@@ -1,0 +1,116 @@
+import json
+import math
+
+import numpy as np
+import pytest
+import torch
+from IPython.lib.pretty import pretty
+
+from nlpbook.results import Runs, Table, false_positive_rate
+from nlpbook.spread import mean_range, mean_std
+
+
+def test_runs_are_written_as_the_book_writes_a_result_over_seeds():
+    runs = Runs(torch.tensor([0.5, 0.4, 0.6]))
+    assert str(runs) == mean_std([0.5, 0.4, 0.6]) == "0.500 ± 0.100"
+    assert Runs([9.0, 10.1, 9.7], digits=1).range_text() == mean_range([9.0, 10.1, 9.7]) == "9.6 (9.0 to 10.1)"
+    assert Runs([1.0, 2.0, 3.0], digits=1).seeds_text() == "2.0 ± 1.0 over 3 seeds"
+    assert Runs([4.6125], digits=2).seeds_text() == "4.61 with 1 seed"
+    assert str(Runs(np.array([0.25]), digits=2)) == "0.25"
+    assert float(runs) == pytest.approx(0.5) and runs.std == pytest.approx(0.1) and runs.n == 3
+    assert (runs.low, runs.high) == pytest.approx((0.4, 0.6))
+
+
+def test_glue_and_ipython_show_the_text_not_the_dataclass():
+    # myst-nb's glue stores IPython's plain-text form of the object, which {glue:text} prints.
+    assert pretty(Runs([2.633, 2.641])) == "2.637 ± 0.006"
+
+
+def test_an_empty_measurement_is_an_error():
+    with pytest.raises(ValueError, match="empty"):
+        Runs([])
+
+
+@pytest.mark.parametrize("ours, theirs, better, word", [
+    ([2.63, 2.64, 2.62], [2.74, 2.75, 2.73], "lower", "ahead"),
+    ([2.74, 2.75, 2.73], [2.63, 2.64, 2.62], "lower", "behind"),
+    ([2.63, 2.76, 2.62], [2.74, 2.75, 2.73], "lower", "level"),   # the ranges overlap
+    ([0.81, 0.83, 0.82], [0.78, 0.79, 0.80], "higher", "ahead"),  # an accuracy
+    ([2.63, 2.64, 2.62], 2.70, "lower", "ahead"),                  # against one number
+    ([2.63, 2.74, 2.62], 2.70, "lower", "level"),
+])
+def test_one_run_better_than_every_run_of_the_other_is_the_only_way_ahead(ours, theirs, better, word):
+    other = Runs(theirs) if isinstance(theirs, list) else theirs
+    assert Runs(ours).versus(other, better=better).word == word
+
+
+def test_a_tie_between_runs_is_level():
+    assert Runs([1.0, 2.0]).versus(Runs([2.0, 3.0])).word == "level"
+
+
+def test_a_diverged_run_cannot_be_ordered():
+    with pytest.raises(ValueError, match="NaN"):
+        Runs([1.0, float("nan")]).versus(Runs([2.0, 3.0]))
+    with pytest.raises(ValueError, match="lower"):
+        Runs([1.0]).versus(2.0, better="smaller")
+
+
+def test_the_false_positive_rates_the_docstring_states():
+    assert false_positive_rate(1, 1) == 1.0
+    assert false_positive_rate(2, 2) == pytest.approx(1 / 3)
+    assert false_positive_rate(3, 3) == pytest.approx(1 / 10)
+    assert false_positive_rate(5, 5) == pytest.approx(1 / 126)
+    assert false_positive_rate(3) == pytest.approx(1 / 4) and false_positive_rate(5) == pytest.approx(1 / 16)
+    assert Runs([1, 2, 3]).versus(Runs([4, 5, 6])).false_positive_rate == pytest.approx(0.1)
+
+
+@pytest.mark.parametrize("n, m", [(2, 2), (3, 3), (3, 5)])
+def test_the_false_positive_rate_is_what_equal_models_get_by_chance(n, m):
+    # The reference: draw both models' runs from one distribution many times, count the verdicts that are not level.
+    rng = np.random.default_rng(0)
+    trials = 20_000
+    called = sum(Runs(rng.normal(size=n)).versus(Runs(rng.normal(size=m))).word != "level" for _ in range(trials))
+    rate = false_positive_rate(n, m)
+    assert abs(called / trials - rate) < 4 * math.sqrt(rate * (1 - rate) / trials)
+
+
+def test_runs_survive_json():
+    runs = Runs([2.633, 2.641], digits=2)
+    assert Runs.from_json(json.loads(json.dumps(runs.to_json()))) == runs
+
+
+def _table() -> Table:
+    return (Table(["model", "weights", "loss (nats)"], formats={"weights": ","})
+            .add("LSTM", 3_300_000, Runs([2.633, 2.641]))
+            .add("6-gram | counted", np.int64(1_200_000), 3.01))
+
+
+def test_a_table_renders_as_a_pipe_table_with_each_cell_written_as_the_book_writes_it():
+    assert _table()._repr_markdown_().splitlines() == [
+        "| model | weights | loss (nats) |",
+        "|---|---|---|",
+        "| LSTM | 3,300,000 | 2.637 ± 0.006 |",
+        "| 6-gram \\| counted | 1,200,000 | 3.01 |",
+    ]
+
+
+def test_a_table_gives_its_objects_back_and_survives_json():
+    table = _table()
+    assert table.column("loss (nats)")[0] == Runs([2.633, 2.641])
+    assert table.row("LSTM")["weights"] == 3_300_000
+    again = Table.from_json(json.loads(json.dumps(table.to_json())))
+    assert again == table and again._repr_markdown_() == table._repr_markdown_()
+    assert isinstance(again.row("LSTM")["loss (nats)"], Runs)
+
+
+def test_a_malformed_table_says_what_is_wrong():
+    with pytest.raises(ValueError, match="2 cells for 3 columns"):
+        Table(["a", "b", "c"]).add(1, 2)
+    with pytest.raises(ValueError, match="distinct"):
+        Table(["a", "a"])
+    with pytest.raises(ValueError, match="does not have"):
+        Table(["a"], formats={"b": ","})
+    with pytest.raises(KeyError, match="no column 'z'"):
+        _table().column("z")
+    with pytest.raises(TypeError, match="Runs, a number or text"):
+        Table(["a"]).add([1, 2]).to_json()
