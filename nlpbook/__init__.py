@@ -2,8 +2,8 @@
 
 Chapters import it under this one name (``import nlpbook``).  It holds what
 every chapter shares: device choice, seeding, the run profile, plotting,
-timing, synthetic data and a small training loop.  It never holds the
-solution of an exercise.
+timing, synthetic data, a small training loop and the recipe it trains
+language models with.  It never holds the solution of an exercise.
 """
 from nlpbook.device import get_device
 from nlpbook.seed import seed_everything
@@ -11,8 +11,8 @@ from nlpbook.profile import PROFILES, current_profile, choose
 from nlpbook.claims import agreement, claim, choose_words, counted
 from nlpbook.timing import duration, time_call
 from nlpbook.notebook import add_to_class
+from nlpbook.recipe import Recipe
 from nlpbook.train import History, train
-
 
 
 def use_book_style() -> None:
@@ -30,6 +30,7 @@ def use_book_style() -> None:
 
 __all__ = [
     "PROFILES",
+    "Recipe",
     "add_to_class",
     "agreement",
     "History",

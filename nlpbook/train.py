@@ -3,6 +3,10 @@
 It does the bookkeeping that every notebook would otherwise repeat (moving
 batches to the device, clipping, logging the loss, evaluating now and then,
 timing) and nothing model-specific: the caller says how a batch becomes a loss.
+Its budget is a number of steps or of seconds (a race at equal time), and it
+trains with an optimizer the caller built or with the book's recipe
+(:class:`nlpbook.recipe.Recipe`: AdamW, warm-up and cosine decay over the budget,
+clipping, bfloat16 on a GPU).
 """
 from __future__ import annotations
 
@@ -14,21 +18,27 @@ from typing import Any, Callable, Iterable
 import torch
 from tqdm.std import tqdm
 
+from nlpbook.recipe import Recipe
+
 PROGRESS_VARIABLE = "NLPBOOK_PROGRESS"
 
 
 @dataclass
 class History:
-    """What a training run measured: loss per step, evaluations, seconds."""
+    """What a training run measured: loss and seconds per step, evaluations (at which step and after
+    how many seconds of training), the seconds of training in all (evaluations not counted)."""
 
     steps: list[int] = field(default_factory=list)
     loss: list[float] = field(default_factory=list)
+    step_seconds: list[float] = field(default_factory=list)
     eval_steps: list[int] = field(default_factory=list)
+    eval_seconds: list[float] = field(default_factory=list)
     metrics: dict[str, list[float]] = field(default_factory=dict)
     seconds: float = 0.0
 
-    def record_eval(self, step: int, values: dict[str, float]) -> None:
+    def record_eval(self, step: int, values: dict[str, float], seconds: float = 0.0) -> None:
         self.eval_steps.append(step)
+        self.eval_seconds.append(seconds)
         for name, value in values.items():
             self.metrics.setdefault(name, []).append(float(value))
 
@@ -72,39 +82,68 @@ def train(
     model: torch.nn.Module,
     batches: Iterable[Any],
     loss_fn: Callable[[torch.nn.Module, Any], torch.Tensor],
-    optimizer: torch.optim.Optimizer,
+    optimizer: torch.optim.Optimizer | Recipe,
     *,
-    steps: int,
+    steps: int | None = None,
+    seconds: float | None = None,
     device: torch.device | None = None,
     evaluate: Callable[[torch.nn.Module], dict[str, float]] | None = None,
     eval_every: int | None = None,
+    evals: int | None = None,
     clip_grad_norm: float | None = None,
     scheduler: Any = None,
     progress: bool | None = None,
     description: str = "training",
 ) -> History:
-    """Train ``model`` for ``steps`` optimizer steps and return its :class:`History`.
+    """Train ``model`` for ``steps`` optimizer steps or ``seconds`` of training, whichever ends
+    first (give at least one), and return its :class:`History`.
 
-    ``batches`` is any iterable of batches (a DataLoader, a list); it starts
-    over when exhausted.  ``loss_fn(model, batch)`` returns a scalar loss.
-    ``evaluate(model)`` returns named metrics; it runs every ``eval_every``
-    steps and after the last one, under ``torch.no_grad()`` with the model in
-    eval mode.  The progress bar (stderr) is on unless ``progress=False`` or
+    ``batches`` is any iterable of batches (a DataLoader, a list, an endless generator); it starts
+    over when exhausted.  ``loss_fn(model, batch)`` returns a scalar loss.  ``optimizer`` is a
+    ready optimizer (with ``clip_grad_norm`` and ``scheduler`` if wanted) or a
+    :class:`~nlpbook.recipe.Recipe`, which builds AdamW, sets the learning rate before every
+    step from the share of the budget spent, clips and autocasts.  ``evaluate(model)`` returns
+    named metrics; it runs every ``eval_every`` steps, or ``evals`` times evenly spread over the
+    budget, and after the last step, under ``torch.no_grad()`` with the model in eval mode, its
+    time not counted.  The progress bar (stderr) is on unless ``progress=False`` or
     ``$NLPBOOK_PROGRESS`` is ``0``.
     """
-    if steps < 1:
+    if steps is None and seconds is None:
+        raise ValueError("give steps, seconds or both: the training needs a budget")
+    if steps is not None and steps < 1:
         raise ValueError(f"steps must be at least 1, got {steps}")
+    if seconds is not None and seconds <= 0:
+        raise ValueError(f"seconds must be positive, got {seconds}")
+    if evals is not None and (evals < 1 or eval_every is not None):
+        raise ValueError(f"give evals (at least 1) or eval_every, not both: {evals}, {eval_every}")
     device = device or next(model.parameters()).device
+    recipe = optimizer if isinstance(optimizer, Recipe) else None
+    if recipe is not None:
+        if clip_grad_norm is not None or scheduler is not None:
+            raise ValueError("a recipe clips and schedules itself: give no clip_grad_norm or scheduler with it")
+        optimizer, clip_grad_norm = recipe.optimizer(model), recipe.clip
     history = History()
     stream = _cycle(batches)
     bar = tqdm(total=steps, desc=description, disable=not _progress_enabled(progress),
                mininterval=0.5, leave=False)
-    start = time.perf_counter()
 
+    def spent() -> float:  # the share of the budget used so far: steps or seconds, whichever is further
+        return max(history.steps[-1] / steps if steps and history.steps else 0.0,
+                   history.seconds / seconds if seconds else 0.0)
+
+    next_eval = 1 / evals if evals else None
     model.train()
     try:
-        for step in range(1, steps + 1):
-            loss = loss_fn(model, to_device(next(stream), device))
+        while True:
+            start = time.perf_counter()
+            step = len(history.steps) + 1
+            if recipe is not None:
+                for group in optimizer.param_groups:
+                    group["lr"] = recipe.lr * recipe.lr_factor(step - 1, spent())
+                with recipe.autocast(device):
+                    loss = loss_fn(model, to_device(next(stream), device))
+            else:
+                loss = loss_fn(model, to_device(next(stream), device))
             if not torch.isfinite(loss):
                 raise FloatingPointError(f"the loss became {loss.item()} at step {step}")
             optimizer.zero_grad(set_to_none=True)
@@ -115,16 +154,23 @@ def train(
             if scheduler is not None:
                 scheduler.step()
             history.steps.append(step)
-            history.loss.append(loss.item())
-            if evaluate is not None and (step == steps or (eval_every and step % eval_every == 0)):
+            history.loss.append(loss.item())  # waits for the device: the time below is honest on a GPU
+            history.step_seconds.append(time.perf_counter() - start)
+            history.seconds += history.step_seconds[-1]
+            done = spent() >= 1.0
+            due = (eval_every and step % eval_every == 0) or (next_eval is not None and spent() >= next_eval)
+            if evaluate is not None and (done or due):
                 model.eval()
                 with torch.no_grad():
-                    history.record_eval(step, evaluate(model))
+                    history.record_eval(step, evaluate(model), history.seconds)
                 model.train()
+                while next_eval is not None and next_eval <= spent():
+                    next_eval += 1 / evals
             bar.set_postfix(loss=f"{history.loss[-1]:.3f}", refresh=False)
             bar.update()
+            if done:
+                break
     finally:
         bar.close()
     model.eval()
-    history.seconds = time.perf_counter() - start
     return history

@@ -1,3 +1,4 @@
+import math
 import pytest
 import torch
 import torch.nn as nn
@@ -86,3 +87,104 @@ def test_history_last_reads_the_loss_or_a_metric():
     history = History(loss=[3.0, 2.0])
     history.record_eval(2, {"accuracy": 0.5})
     assert history.last("loss") == 2.0 and history.last("accuracy") == 0.5
+
+
+def _tiny_lm(seed=0):
+    torch.manual_seed(seed)
+    return nn.Sequential(nn.Embedding(7, 8), nn.LayerNorm(8), nn.Linear(8, 7))
+
+
+def _lm_batches(seed=0):
+    generator = torch.Generator().manual_seed(seed)
+    return [torch.randint(0, 7, (4, 6), generator=generator) for _ in range(5)]
+
+
+def _lm_loss(model, ids):
+    return F.cross_entropy(model(ids[:, :-1]).flatten(0, 1), ids[:, 1:].flatten())
+
+
+def test_the_recipe_trains_as_a_plain_loop_written_out_does():
+    from nlpbook.recipe import Recipe
+
+    recipe = Recipe(lr=3e-2, weight_decay=0.1, warmup=3, min_lr_ratio=0.1, clip=0.5)
+    steps = 12
+    model = _tiny_lm()
+    history = train(model, _lm_batches(), _lm_loss, recipe, steps=steps, progress=False)
+
+    # The reference: AdamW with the two groups, the rate set by hand, clipping, all written out.
+    reference = _tiny_lm()
+    decayed = [p for p in reference.parameters() if p.dim() >= 2]
+    plain = [p for p in reference.parameters() if p.dim() < 2]
+    optimizer = torch.optim.AdamW([{"params": decayed, "weight_decay": 0.1}, {"params": plain, "weight_decay": 0.0}],
+                                  lr=3e-2, betas=(0.9, 0.95))
+    losses, batches = [], _lm_batches()
+    for step in range(steps):
+        warm = min(1.0, (step + 1) / 3)
+        cosine = 0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * step / steps))
+        for group in optimizer.param_groups:
+            group["lr"] = 3e-2 * warm * cosine
+        loss = _lm_loss(reference, batches[step % len(batches)])
+        optimizer.zero_grad()
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(reference.parameters(), 0.5)
+        optimizer.step()
+        losses.append(loss.item())
+    assert history.loss == pytest.approx(losses, rel=1e-5)
+    for ours, theirs in zip(model.parameters(), reference.parameters()):
+        assert torch.allclose(ours, theirs, atol=1e-6)
+
+
+def test_the_recipe_decays_matrices_only_and_counts_a_tied_weight_once():
+    from nlpbook.recipe import Recipe
+
+    model = _tiny_lm()
+    model[2].weight = model[0].weight  # the output layer shares the embedding table
+    groups = Recipe(lr=1e-3).optimizer(model).param_groups
+    assert [group["weight_decay"] for group in groups] == [0.1, 0.0]
+    assert [len(group["params"]) for group in groups] == [1, 3]  # the table; LN gain and shift, output bias
+
+
+def test_the_schedule_warms_up_linearly_then_follows_a_cosine_to_its_floor():
+    from nlpbook.recipe import Recipe
+
+    recipe = Recipe(lr=1.0, warmup=4, min_lr_ratio=0.1)
+    assert [recipe.lr_factor(step, 0.0) for step in range(5)] == pytest.approx([0.25, 0.5, 0.75, 1.0, 1.0])
+    assert recipe.lr_factor(100, 0.5) == pytest.approx(0.55)
+    assert recipe.lr_factor(100, 1.0) == pytest.approx(0.1) == recipe.lr_factor(100, 1.7)
+    assert Recipe(lr=1.0, warmup=0).lr_factor(0, 0.0) == 1.0
+    with pytest.raises(ValueError, match="min_lr_ratio"):
+        Recipe(lr=1.0, min_lr_ratio=2.0)
+
+
+def test_a_time_budget_stops_training_and_spreads_its_evaluations_without_counting_them():
+    import time
+
+    from nlpbook.recipe import Recipe
+
+    def slow_evaluation(model):
+        time.sleep(0.05)
+        return {"loss": 0.0}
+
+    model = _tiny_lm()
+    start = time.perf_counter()
+    history = train(model, _lm_batches(), _lm_loss, Recipe(lr=1e-2, warmup=2), seconds=0.3, evaluate=slow_evaluation,
+                    evals=4, progress=False)
+    wall = time.perf_counter() - start
+    # it stops at the first step that crosses the budget
+    assert history.seconds >= 0.3 > history.seconds - history.step_seconds[-1]
+    assert history.seconds == pytest.approx(sum(history.step_seconds)) and wall >= history.seconds + 4 * 0.05
+    assert len(history.eval_steps) == 4 and history.eval_steps[-1] == history.steps[-1]
+    assert history.eval_seconds == sorted(history.eval_seconds) and history.eval_seconds[-1] == history.seconds
+    assert history.eval_seconds[0] >= 0.3 / 4
+
+
+def test_a_run_needs_a_budget_and_a_recipe_schedules_itself():
+    from nlpbook.recipe import Recipe
+
+    model = _tiny_lm()
+    with pytest.raises(ValueError, match="needs a budget"):
+        train(model, _lm_batches(), _lm_loss, Recipe(lr=1e-2), progress=False)
+    with pytest.raises(ValueError, match="clips and schedules itself"):
+        train(model, _lm_batches(), _lm_loss, Recipe(lr=1e-2), steps=2, clip_grad_norm=1.0, progress=False)
+    with pytest.raises(ValueError, match="evals"):
+        train(model, _lm_batches(), _lm_loss, Recipe(lr=1e-2), steps=2, evals=2, eval_every=1, progress=False)
