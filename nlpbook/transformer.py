@@ -10,6 +10,10 @@ model) and ``EncoderDecoder`` (a translator).  Parameter names follow ``torch.nn
 Masks are boolean and say where attention is **allowed** (True), broadcast to (B, H, T, S):
 ``causal_mask(T)`` is (T, T), ``key_padding_mask(lengths, S)`` is (B, 1, 1, S).  Shapes: B batch,
 T query positions, S key positions, D the model width, H heads of width Dh = D / H.
+
+Generation reads one new token at a time.  A ``KVCache`` per self-attention layer keeps the keys
+and values of the tokens read so far, so that each new token computes its own and attends to the
+kept ones, instead of the whole prefix going through the model again (tested equal).
 """
 from __future__ import annotations
 
@@ -40,12 +44,33 @@ def sinusoidal_positions(length: int, width: int) -> torch.Tensor:
     return table
 
 
+class KVCache:
+    """The keys and values one self-attention layer has computed for the tokens read so far,
+    (B, H, S, Dh) each, S growing by the tokens of every call."""
+
+    def __init__(self):
+        self.keys = self.values = None
+
+    def __len__(self) -> int:
+        return 0 if self.keys is None else self.keys.shape[2]
+
+    def extend(self, keys, values):
+        """Append the new tokens' keys and values (B, H, T, Dh); return all of them so far (B, H, S + T, Dh)."""
+        if self.keys is None:
+            self.keys, self.values = keys, values
+        else:
+            self.keys, self.values = torch.cat([self.keys, keys], dim=2), torch.cat([self.values, values], dim=2)
+        return self.keys, self.values
+
+
 class MultiHeadAttention(nn.Module):
     """softmax(Q K^T / sqrt(Dh) + mask) V in H heads; query from one sequence, keys and values from
     another (cross-attention) or the same one (self-attention).
 
     With ``return_probs`` the weights are computed step by step and returned (for plots); otherwise
-    PyTorch's fused ``scaled_dot_product_attention`` computes the same function faster."""
+    PyTorch's fused ``scaled_dot_product_attention`` computes the same function faster.  With a
+    ``cache`` (self-attention while generating), the keys and values of earlier tokens come from it
+    and the new tokens' are added to it."""
 
     def __init__(self, width: int, heads: int, dropout: float = 0.0):
         super().__init__()
@@ -59,8 +84,10 @@ class MultiHeadAttention(nn.Module):
         B, T, _ = x.shape
         return x.view(B, T, self.heads, self.head_width).transpose(1, 2)                 # (B, H, T, Dh)
 
-    def forward(self, query, key, value, mask=None, return_probs: bool = False):
+    def forward(self, query, key, value, mask=None, return_probs: bool = False, cache: KVCache | None = None):
         q, k, v = self.split(self.q(query)), self.split(self.k(key)), self.split(self.v(value))  # (B, H, T|S, Dh)
+        if cache is not None:
+            k, v = cache.extend(k, v)                                                   # (B, H, S, Dh), S = kept + T
         if not return_probs:  # the same function, fused: the (B, H, T, S) weights never reach memory
             context = F.scaled_dot_product_attention(q, k, v, attn_mask=mask,
                                                      dropout_p=self.dropout.p if self.training else 0.0)
@@ -102,14 +129,14 @@ class EncoderLayer(nn.Module):
         self.norm1, self.norm2 = nn.LayerNorm(width), nn.LayerNorm(width)
         self.dropout1, self.dropout2 = nn.Dropout(dropout), nn.Dropout(dropout)
 
-    def attend(self, x, mask):
-        return self.dropout1(self.self_attn(x, x, x, mask))
+    def attend(self, x, mask, cache=None):
+        return self.dropout1(self.self_attn(x, x, x, mask, cache=cache))
 
-    def forward(self, x, mask=None):                                                    # (B, T, D)
+    def forward(self, x, mask=None, cache=None):                                        # (B, T, D)
         if self.norm_first:
-            x = x + self.attend(self.norm1(x), mask)
+            x = x + self.attend(self.norm1(x), mask, cache)
             return x + self.dropout2(self.feed_forward(self.norm2(x)))
-        x = self.norm1(x + self.attend(x, mask))
+        x = self.norm1(x + self.attend(x, mask, cache))
         return self.norm2(x + self.dropout2(self.feed_forward(x)))
 
 
@@ -126,8 +153,8 @@ class DecoderLayer(nn.Module):
         self.norm1, self.norm2, self.norm3 = nn.LayerNorm(width), nn.LayerNorm(width), nn.LayerNorm(width)
         self.dropout1, self.dropout2, self.dropout3 = nn.Dropout(dropout), nn.Dropout(dropout), nn.Dropout(dropout)
 
-    def forward(self, y, memory, self_mask=None, memory_mask=None):                    # y (B, T, D), memory (B, S, D)
-        self_block = lambda z: self.dropout1(self.self_attn(z, z, z, self_mask))
+    def forward(self, y, memory, self_mask=None, memory_mask=None, cache=None):        # y (B, T, D), memory (B, S, D)
+        self_block = lambda z: self.dropout1(self.self_attn(z, z, z, self_mask, cache=cache))
         cross_block = lambda z: self.dropout2(self.cross_attn(z, memory, memory, memory_mask))
         feed_block = lambda z: self.dropout3(self.feed_forward(z))
         for block, norm in ((self_block, self.norm1), (cross_block, self.norm2), (feed_block, self.norm3)):
@@ -181,11 +208,20 @@ def sampling_probs(logits: torch.Tensor, temperature: float = 1.0, top_k: int | 
 
 class DecoderOnlyLM(nn.Module):
     """A GPT-style language model: token and learned position embeddings, ``layers`` causal
-    self-attention layers (pre-LN by default, with a final LayerNorm), and a linear map to the vocabulary."""
+    self-attention layers (pre-LN by default, with a final LayerNorm), and a linear map to the vocabulary.
+
+    ``init="gpt2"`` draws every weight matrix and embedding from N(0, 0.02²), the maps that write
+    into the residual stream (attention's output, the feed-forward's second layer) from
+    N(0, 0.02² / (2 x layers)) so that the stream's variance does not grow with depth, and zeroes the
+    biases (GPT-2's scheme); ``"torch"`` keeps PyTorch's defaults.  ``tie`` makes the output layer
+    use the embedding table as its weights (Press and Wolf, 2017): one table for reading and writing
+    tokens, ``vocab_size x width`` fewer weights; it wants the small embeddings of ``init="gpt2"``."""
 
     def __init__(self, vocab_size: int, width: int = 128, heads: int = 4, layers: int = 4, context: int = 128,
-                 dropout: float = 0.0, norm_first: bool = True):
+                 dropout: float = 0.0, norm_first: bool = True, tie: bool = False, init: str = "torch"):
         super().__init__()
+        if init not in ("torch", "gpt2"):
+            raise ValueError(f"init must be 'torch' or 'gpt2', got {init!r}")
         self.context = context
         self.embed = nn.Embedding(vocab_size, width)
         self.position = nn.Embedding(context, width)
@@ -193,20 +229,36 @@ class DecoderOnlyLM(nn.Module):
         self.layers = nn.ModuleList(EncoderLayer(width, heads, 4 * width, dropout, norm_first) for _ in range(layers))
         self.norm = nn.LayerNorm(width) if norm_first else nn.Identity()  # pre-LN leaves the last sum unnormalized
         self.out = nn.Linear(width, vocab_size)
+        if init == "gpt2":
+            for name, parameter in self.named_parameters():
+                if name.endswith("bias"):
+                    nn.init.zeros_(parameter)
+                elif parameter.dim() >= 2:
+                    residual = name.endswith(("self_attn.out.weight", "feed_forward.linear2.weight"))
+                    nn.init.normal_(parameter, std=0.02 / math.sqrt(2 * layers) if residual else 0.02)
+        if tie:
+            self.out.weight = self.embed.weight
 
-    def inputs(self, ids):
-        """What the first layer reads, before dropout, and the causal mask: (B, T, D), (T, T)."""
+    def inputs(self, ids, start: int = 0):
+        """What the first layer reads, before dropout, and the causal mask, for tokens at positions
+        ``start`` to ``start + T - 1`` after ``start`` already read: (B, T, D), (T, start + T)."""
         T = ids.shape[1]
-        if T > self.context:
-            raise ValueError(f"{T} tokens exceed the context of {self.context}")
-        x = self.embed(ids) + self.position(torch.arange(T, device=ids.device))          # (B, T, D)
-        return x, causal_mask(T, ids.device)
+        if start + T > self.context:
+            raise ValueError(f"{start + T} tokens exceed the context of {self.context}")
+        x = self.embed(ids) + self.position(torch.arange(start, start + T, device=ids.device))  # (B, T, D)
+        return x, causal_mask(start + T, ids.device)[start:]
 
-    def forward(self, ids):                                                             # (B, T)
-        x, mask = self.inputs(ids)
+    def forward(self, ids, caches: list[KVCache] | None = None):                       # (B, T)
+        """Logits (B, T, V).  With ``caches`` (one per layer), ``ids`` continue the tokens the caches
+        hold, and their keys and values are added to them."""
+        x, mask = self.inputs(ids, len(caches[0]) if caches else 0)
         x = self.dropout(x)                                                             # (B, T, D)
-        for layer in self.layers:
-            x = layer(x, mask)
+        if caches is None:  # the plain call, so that a page's own layer class (mask only) still fits
+            for layer in self.layers:
+                x = layer(x, mask)
+        else:
+            for layer, cache in zip(self.layers, caches):
+                x = layer(x, mask, cache)
         return self.out(self.norm(x))                                                   # (B, T, V)
 
     @torch.no_grad()
@@ -222,10 +274,27 @@ class DecoderOnlyLM(nn.Module):
 
     @torch.no_grad()
     def generate(self, ids, new_tokens: int, temperature: float = 1.0, top_k: int | None = None,
-                 generator: torch.Generator | None = None):
-        """Extend ``ids`` (B, T) by ``new_tokens`` sampled tokens; the context slides when it is full."""
+                 generator: torch.Generator | None = None, cache: bool = True):
+        """Extend ``ids`` (B, T) by ``new_tokens`` sampled tokens.
+
+        The model reads a window of at most ``context`` tokens.  With ``cache``, it reads the window
+        once and then one token a step, keeping every layer's keys and values (``KVCache``).  When
+        the window is full it starts again from the last half of it and carries on: learned
+        positions cannot slide by one token without reading the window again, so each token sees
+        between half and all of the context.  ``cache=False`` reads every step's window whole, the
+        same windows, and gives the same tokens."""
+        window = max(0, ids.shape[1] - self.context)  # where the window starts in ids
+        caches = None
         for _ in range(new_tokens):
-            logits = self(ids[:, -self.context:])[:, -1]                                # (B, V)
+            if ids.shape[1] - window > self.context:   # full: restart from the last half
+                window, caches = ids.shape[1] - self.context // 2, None
+            if not cache:
+                logits = self(ids[:, window:])[:, -1]                                   # (B, V)
+            elif caches is None:                       # read the window once, keeping keys and values
+                caches = [KVCache() for _ in self.layers]
+                logits = self(ids[:, window:], caches)[:, -1]
+            else:                                      # then only the token sampled last
+                logits = self(ids[:, -1:], caches)[:, -1]
             probs = sampling_probs(logits.float(), temperature, top_k)
             ids = torch.cat([ids, torch.multinomial(probs.cpu(), 1, generator=generator).to(ids.device)], dim=1)
         return ids
@@ -255,8 +324,9 @@ class EncoderDecoder(nn.Module):
         self.decoder_norm = nn.LayerNorm(width) if norm_first else nn.Identity()
         self.out = nn.Linear(width, target_vocab)
 
-    def _embed(self, table, ids):                                                       # (B, T) -> (B, T, D)
-        return self.dropout(table(ids) * math.sqrt(self.width) + self.positions[: ids.shape[1]])
+    def _embed(self, table, ids, start: int = 0):                                       # (B, T) -> (B, T, D)
+        """Scaled embeddings plus the positions of tokens ``start`` to ``start + T - 1``."""
+        return self.dropout(table(ids) * math.sqrt(self.width) + self.positions[start:start + ids.shape[1]])
 
     def encode(self, source, lengths):
         """Memory (B, S, D) and its mask (B, 1, 1, S)."""
@@ -266,12 +336,14 @@ class EncoderDecoder(nn.Module):
             x = layer(x, mask)
         return self.encoder_norm(x), mask
 
-    def decode(self, target_in, memory, memory_mask):
-        """Logits (B, T, V) for the next token after every prefix of ``target_in`` (B, T)."""
-        y = self._embed(self.target_embed, target_in)
-        self_mask = causal_mask(target_in.shape[1], target_in.device)
-        for layer in self.decoder:
-            y = layer(y, memory, self_mask, memory_mask)
+    def decode(self, target_in, memory, memory_mask, caches: list[KVCache] | None = None):
+        """Logits (B, T, V) for the next token after every prefix of ``target_in`` (B, T).  With
+        ``caches`` (one per decoder layer), ``target_in`` continues the tokens they hold."""
+        start = len(caches[0]) if caches else 0
+        y = self._embed(self.target_embed, target_in, start)                            # (B, T, D)
+        self_mask = causal_mask(start + target_in.shape[1], target_in.device)[start:]   # (T, start + T)
+        for layer, cache in zip(self.decoder, caches or [None] * len(self.decoder)):
+            y = layer(y, memory, self_mask, memory_mask, cache)
         return self.out(self.decoder_norm(y))
 
     def forward(self, source, lengths, target_in):

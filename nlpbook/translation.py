@@ -32,6 +32,7 @@ import torch
 
 from nlpbook.bpe import BPE, pretokenize, train_bpe, word_counts
 from nlpbook.download import fetch
+from nlpbook.transformer import KVCache
 from nlpbook.vocab import Vocabulary
 
 LANGUAGES = ("en", "fr", "de", "es")
@@ -353,12 +354,14 @@ def train_translator(model, tensors, *, seed: int, lr: float, warmup: int = 0,
 
 @torch.no_grad()
 def greedy_translate(model, pairs: list[Pair], source_vocab, target_vocab,
-                     max_length: int = 60) -> list[tuple[str, ...]]:
+                     max_length: int = 60, cache: bool = True) -> list[tuple[str, ...]]:
     """The greedy output of ``model`` for every pair's source, decoded as one batch until every
     row has written ``<eos>`` or ``max_length`` tokens, as token tuples (pieces, not words).
 
     A model with ``decode_step`` (the LSTM) carries its state from step to step; one with
-    ``decode`` (the Transformer) re-reads the whole prefix at every step."""
+    ``decode`` (the Transformer) keeps each decoder layer's keys and values (``KVCache``) and reads
+    only the token it wrote last, unless ``cache=False``, which re-reads the whole prefix at every
+    step (the same tokens, for checking and timing)."""
     was_training = model.training
     model.eval()
     device = next(model.parameters()).device
@@ -369,9 +372,12 @@ def greedy_translate(model, pairs: list[Pair], source_vocab, target_vocab,
     finished = torch.zeros(len(pairs), dtype=torch.bool, device=device)
     stateful = hasattr(model, "decode_step")
     memory = model.encode(source, lengths)
+    caches = [KVCache() for _ in model.decoder] if cache and not stateful else None
     for _ in range(max_length):
         if stateful:
             log_probs, memory, _ = model.decode_step(tokens[:, -1], memory)       # (B, V)
+        elif caches is not None:
+            log_probs = model.decode(tokens[:, -1:], *memory, caches)[:, -1]      # (B, V)
         else:
             log_probs = model.decode(tokens, *memory)[:, -1]                      # (B, V)
         best = log_probs.argmax(-1, keepdim=True)                                 # (B, 1)

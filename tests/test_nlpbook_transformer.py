@@ -8,7 +8,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from nlpbook.transformer import (DecoderOnlyLM, EncoderDecoder, MultiHeadAttention, causal_mask, from_torch,
+from nlpbook.transformer import (DecoderOnlyLM, EncoderDecoder, KVCache, MultiHeadAttention, causal_mask, from_torch,
                                  key_padding_mask, sampling_probs, sinusoidal_positions)
 
 WIDTH, HEADS, HIDDEN = 32, 4, 48
@@ -165,3 +165,66 @@ def test_the_translator_learns_to_copy():
         loss.backward()
         optimizer.step()
     assert loss.item() < 0.1
+
+
+@pytest.mark.parametrize("norm_first", [True, False])
+def test_cached_logits_are_the_logits_of_reading_the_whole_prefix(norm_first):
+    torch.manual_seed(6)
+    model = DecoderOnlyLM(11, width=16, heads=2, layers=2, context=12, norm_first=norm_first).eval()
+    ids = torch.randint(0, 11, (3, 12))
+    caches = [KVCache() for _ in model.layers]
+    pieces = [model(ids[:, :5], caches)] + [model(ids[:, t:t + 1], caches) for t in range(5, 9)]
+    pieces.append(model(ids[:, 9:], caches))  # a chunk of three after the single tokens
+    assert [len(cache) for cache in caches] == [12, 12]
+    assert torch.allclose(torch.cat(pieces, dim=1), model(ids), atol=1e-5)
+    with pytest.raises(ValueError, match="context"):
+        model(ids[:, :1], caches)  # a 13th token
+
+
+@pytest.mark.parametrize("prompt", [3, 12, 20])
+def test_generation_with_the_cache_writes_what_reading_every_window_whole_writes(prompt):
+    torch.manual_seed(7)
+    model = DecoderOnlyLM(11, width=16, heads=2, layers=2, context=8).eval()
+    ids = torch.randint(0, 11, (2, prompt))
+    # 30 new tokens: the window of 8 fills and restarts from its last half several times
+    sampled = [model.generate(ids, 30, temperature=1.0, generator=torch.Generator().manual_seed(1), cache=cache)
+               for cache in (True, False)]
+    assert sampled[0].shape == (2, prompt + 30) and torch.equal(sampled[0], sampled[1])
+    greedy = [model.generate(ids, 30, temperature=0, cache=cache) for cache in (True, False)]
+    assert torch.equal(*greedy)
+
+
+def test_the_translator_decodes_with_the_cache_as_it_does_reading_the_whole_prefix():
+    torch.manual_seed(8)
+    model = EncoderDecoder(13, 17, width=16, heads=2, encoder_layers=2, decoder_layers=2, dropout=0.0).eval()
+    source, lengths = torch.randint(1, 13, (2, 6)), torch.tensor([6, 3])
+    target = torch.randint(1, 17, (2, 7))
+    memory = model.encode(source, lengths)
+    caches = [KVCache() for _ in model.decoder]
+    stepped = torch.cat([model.decode(target[:, t:t + 1], *memory, caches) for t in range(7)], dim=1)
+    assert torch.allclose(stepped, model.decode(target, *memory), atol=1e-5)
+
+
+def test_tied_embeddings_are_one_table_for_reading_and_writing_tokens():
+    model = DecoderOnlyLM(50, width=16, heads=2, layers=2, context=8, tie=True, init="gpt2")
+    untied = DecoderOnlyLM(50, width=16, heads=2, layers=2, context=8)
+    assert model.out.weight is model.embed.weight
+    count = lambda m: sum(p.numel() for p in m.parameters())  # parameters() yields a shared weight once
+    assert count(untied) - count(model) == 50 * 16
+    loss = model(torch.randint(0, 50, (2, 8))).sum()
+    loss.backward()
+    assert model.embed.weight.grad is not None  # both uses reach the one table
+
+
+def test_gpt2_initialisation_scales_the_residual_writes_by_depth():
+    torch.manual_seed(0)
+    model = DecoderOnlyLM(50, width=64, heads=4, layers=8, context=32, init="gpt2")
+    layer = model.layers[3]
+    assert layer.self_attn.q.weight.std().item() == pytest.approx(0.02, rel=0.1)
+    assert model.embed.weight.std().item() == pytest.approx(0.02, rel=0.1)
+    for written in (layer.self_attn.out.weight, layer.feed_forward.linear2.weight):
+        assert written.std().item() == pytest.approx(0.02 / math.sqrt(16), rel=0.1)
+    assert all((b == 0).all() for name, b in model.named_parameters() if name.endswith("bias"))
+    assert (model.norm.weight == 1).all()  # LayerNorm gains keep their 1
+    with pytest.raises(ValueError, match="init"):
+        DecoderOnlyLM(50, init="xavier")

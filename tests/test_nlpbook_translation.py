@@ -185,7 +185,7 @@ def test_validation_loss_is_the_token_weighted_mean_whatever_the_batch_size():
                                                                                 rel=1e-5)
 
 
-def test_greedy_translate_matches_teacher_forced_argmax_one_token_at_a_time():
+def test_greedy_translate_matches_teacher_forced_argmax_one_token_at_a_time_with_and_without_the_cache():
     import torch
 
     from nlpbook.translation import BOS, greedy_translate, to_tensors
@@ -194,6 +194,8 @@ def test_greedy_translate_matches_teacher_forced_argmax_one_token_at_a_time():
     for model in _translators(source_vocab, target_vocab):
         model.eval()
         batched = greedy_translate(model, pairs, source_vocab, target_vocab, max_length=8)
+        # the Transformer's keys and values kept from step to step, or its whole prefix read again
+        assert batched == greedy_translate(model, pairs, source_vocab, target_vocab, max_length=8, cache=False)
         for pair, output in zip(pairs, batched):
             source, lengths, _ = to_tensors([pair], source_vocab, target_vocab)
             prefix = [target_vocab.index(BOS)]
