@@ -74,20 +74,24 @@ def sequential_batches(ids: torch.Tensor, batch_size: int, length: int):
 
 
 class CharRNN(nn.Module):
-    """Embedding, a one-layer tanh RNN (or LSTM with ``cell="lstm"``), and a linear map to the characters."""
+    """Embedding, a tanh RNN (or LSTM with ``cell="lstm"``) of ``layers`` layers, one by default,
+    and a linear map to the characters; ``dropout`` between the layers and before the output map."""
 
-    def __init__(self, vocab_size: int, embed: int = 64, hidden: int = 256, cell: str = "rnn"):
+    def __init__(self, vocab_size: int, embed: int = 64, hidden: int = 256, cell: str = "rnn",
+                 layers: int = 1, dropout: float = 0.0):
         super().__init__()
         recurrent = {"rnn": nn.RNN, "lstm": nn.LSTM}
         if cell not in recurrent:
             raise ValueError(f"cell must be one of {sorted(recurrent)}, got {cell!r}")
         self.embed = nn.Embedding(vocab_size, embed)
-        self.rnn = recurrent[cell](embed, hidden, batch_first=True)
+        self.rnn = recurrent[cell](embed, hidden, num_layers=layers, batch_first=True,
+                                   dropout=dropout if layers > 1 else 0.0)
+        self.dropout = nn.Dropout(dropout)
         self.out = nn.Linear(hidden, vocab_size)
 
     def forward(self, ids: torch.Tensor, state=None):       # ids (B, T)
         states, state = self.rnn(self.embed(ids), state)    # (B, T, H)
-        return self.out(states), state                      # (B, T, V)
+        return self.out(self.dropout(states)), state        # (B, T, V)
 
 
 def next_char_loss(model: nn.Module, window: torch.Tensor) -> torch.Tensor:
