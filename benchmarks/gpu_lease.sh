@@ -70,7 +70,7 @@ main)
     timeout ${DEADLINE:-450} $PYTHON benchmarks/lm_scaling.py run --data /tmp/lease/scaling.pt \
         --out /tmp/lease/scaling.json ${SCALING:---sizes S M L --seeds 0 1 2 --sweep-size M --steps 2000} \
         --jobs ${SCALING_JOBS:-4} --deadline $(( ${DEADLINE:-450} - 30 )) > /tmp/lease/scaling.log 2>&1 &
-    timeout ${DEADLINE:-450} $PYTHON benchmarks/solution_suite.py --profile $PROFILE --jobs 7 \
+    $PYTHON benchmarks/solution_suite.py --profile $PROFILE --jobs 7 --deadline $(( ${DEADLINE:-450} - 15 )) \
         --bundle .device/bundle --json /tmp/lease/solutions.json ${REQUIRE_GPU---require-gpu} \
         > /tmp/lease/solutions.log 2>&1 &
     $PYTHON benchmarks/full_profile.py run --bundle .device/bundle --out /tmp/lease/full --profile $PROFILE \

@@ -3,8 +3,10 @@ from __future__ import annotations
 
 import os
 import platform
+import signal
 import subprocess
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -26,16 +28,24 @@ def machine_line() -> str:
             f"torch {torch.__version__}; {time.strftime('%Y-%m-%d')}")
 
 
-def run_measured(command: list[str], env: dict[str, str]) -> tuple[int, float, float, str]:
+def run_measured(command: list[str], env: dict[str, str],
+                 timeout: float | None = None) -> tuple[int, float, float, str]:
     """Run a command in the repository; its exit status, seconds, peak memory in MiB and its output's tail.
 
     The peak is wait4's ru_maxrss: the largest resident set of the process and of every
     descendant it waited for, which includes a Jupyter kernel that ran a notebook for it.
+    After ``timeout`` seconds the command and everything it started are killed (status -9).
     """
     start = time.perf_counter()
     with tempfile.TemporaryFile("w+") as output:
-        process = subprocess.Popen(command, cwd=REPO, env=env, stdout=output, stderr=subprocess.STDOUT, text=True)
+        process = subprocess.Popen(command, cwd=REPO, env=env, stdout=output, stderr=subprocess.STDOUT, text=True,
+                                   start_new_session=True)
+        timer = threading.Timer(timeout, os.killpg, (process.pid, signal.SIGKILL)) if timeout else None
+        if timer:
+            timer.start()
         _, status, usage = os.wait4(process.pid, 0)
+        if timer:
+            timer.cancel()
         seconds = time.perf_counter() - start
         process.returncode = os.waitstatus_to_exitcode(status)
         output.seek(0)

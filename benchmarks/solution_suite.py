@@ -51,11 +51,14 @@ def notebooks(only: list[str]) -> list[Path]:
     return found
 
 
-def run(path: Path, profile: str, extra: dict[str, str] | None = None) -> tuple[bool, float, float, str]:
+def run(path: Path, profile: str, extra: dict[str, str] | None = None,
+        timeout: float | None = None) -> tuple[bool, float, float, str]:
     env = {**os.environ, "NLPBOOK_PROFILE": profile, "NLPBOOK_PROGRESS": "0", **(extra or {})}
     status, seconds, peak_mib, output = run_measured(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--nbval-lax", "--nbval-current-env",
-         str(path.relative_to(REPO))], env)
+         str(path.relative_to(REPO))], env, timeout)
+    if status == -9:  # run_measured's timeout
+        output = f"killed at the deadline after {seconds:.0f} s\n{output}"
     return status == 0, seconds, peak_mib, output
 
 
@@ -67,6 +70,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=1, help="notebooks run side by side")
     parser.add_argument("--bundle", type=Path, help="read the data from this bundle (full_profile.py prepare)")
     parser.add_argument("--json", type=Path, help="write each notebook's result here")
+    parser.add_argument("--deadline", type=float, help="seconds for all: a notebook still running then is killed")
     args = parser.parse_args(argv)
 
     print(device_line())
@@ -91,7 +95,8 @@ def main(argv: list[str] | None = None) -> int:
     start = time.perf_counter()
 
     def one(path: Path) -> dict:
-        ok, seconds, peak_mib, output = run(path, args.profile, extra)
+        left = args.deadline - (time.perf_counter() - start) if args.deadline else None
+        ok, seconds, peak_mib, output = run(path, args.profile, extra, max(1.0, left) if left is not None else None)
         name = str(path.relative_to(SOLUTIONS))
         print(f"{name:42s} {'passed' if ok else 'FAILED':8s} {seconds:8.1f} {peak_mib:9.0f}", flush=True)
         return dict(notebook=name, passed=ok, seconds=round(seconds, 1), peak_mib=round(peak_mib),
