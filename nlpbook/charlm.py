@@ -54,9 +54,10 @@ def bible_char_data(*translations: str) -> CharData:
 def random_windows(ids: torch.Tensor, batch_size: int, length: int, generator: torch.Generator) -> torch.Tensor:
     """``batch_size`` windows of ``length + 1`` consecutive ids at random offsets, (B, T + 1): inputs are
     ``[:, :-1]`` and the next-character targets ``[:, 1:]``."""
-    if len(ids) < length + 2:
+    if len(ids) < length + 1:
         raise ValueError(f"a text of {len(ids)} ids is too short for windows of {length + 1}")
-    offsets = torch.randint(0, len(ids) - length - 1, (batch_size,), generator=generator)
+    # offsets 0 to len - length - 1: the last window ends at the last id, so every id can be a target
+    offsets = torch.randint(0, len(ids) - length, (batch_size,), generator=generator)
     return torch.stack([ids[o:o + length + 1] for o in offsets.tolist()])  # (B, T + 1)
 
 

@@ -205,7 +205,9 @@ def until_eos(ids: list[int], vocab) -> list[str]:
 
 def bleu(hypotheses: list, pairs: list[Pair]) -> tuple[float, float]:
     """Corpus BLEU of token-list ``hypotheses`` against the pairs' targets (sacrebleu on our tokens, not
-    retokenized), and the share of hypotheses equal to their reference."""
+    retokenized), and the share of hypotheses equal to their reference.  sacrebleu's default
+    exponential smoothing applies: it differs from the unsmoothed formula the book teaches only when
+    some n-gram order has no match in the whole corpus, where the formula gives 0."""
     import sacrebleu
 
     references = [" ".join(p.target) for p in pairs]

@@ -25,6 +25,7 @@ class TestLstmsExercise(ChapterGrading):
         "greedy-keeps-eos": (GREEDY, 0.0, {GREEDY: [("                finished[b] = True\n",
                                                      "                finished[b] = True\n                outputs[b].append(token)\n")]}),
         "greedy-stops-when-one-ends": (GREEDY, 1.0, {GREEDY: [("if all(finished):", "if any(finished):")]}),
+        "greedy-stops-when-the-first-ends": (GREEDY, 1.0, {GREEDY: [("if all(finished):", "if finished[0]:")]}),
         "greedy-one-token-short": (GREEDY, 0.0, {GREEDY: [("for _ in range(max_length):", "for _ in range(max_length - 1):")]}),
         "greedy-decodes-to-max-length": (GREEDY, 1.0, {GREEDY: [("        if all(finished):\n            break\n", "")]}),
         "greedy-returns-tensors": (GREEDY, 1.0, {GREEDY: [("enumerate(tokens.tolist())", "enumerate(tokens)")]}),

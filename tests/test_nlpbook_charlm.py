@@ -19,6 +19,15 @@ def test_random_windows_are_consecutive_slices():
         random_windows(torch.arange(5), 1, 9, torch.Generator())
 
 
+def test_random_windows_reach_both_ends_of_the_text():
+    # a text one id longer than a window: two offsets, so the last id is a target in some window
+    ids = torch.arange(11)
+    windows = random_windows(ids, 200, 9, torch.Generator().manual_seed(0))
+    assert {int(w[0]) for w in windows} == {0, 1}
+    assert int(windows[:, -1].max()) == 10
+    assert random_windows(torch.arange(10), 3, 9, torch.Generator()).shape == (3, 10)  # exactly one window
+
+
 @pytest.mark.parametrize("cell", ["rnn", "lstm"])
 def test_an_untrained_model_is_close_to_uniform_and_chunking_agrees_with_one_pass(cell):
     torch.manual_seed(0)
