@@ -72,3 +72,24 @@ def test_mean_reads_the_number_a_result_starts_with_and_refuses_words(tmp_path):
     assert (run.mean("ppl"), run.mean("loss"), run.mean("n")) == (2.746, 2.61, 30.0)
     with pytest.raises(recorded.RecordError, match=r"05-a/x's 'verdict' is 'the LSTM ends best', not a result"):
         run.mean("verdict")
+
+
+def test_the_code_hash_follows_the_code_cells_and_their_boundaries():
+    cells = ["import torch", "x = 1\ny = 2"]
+    assert recorded.code_sha256(cells) == recorded.code_sha256(list(cells))
+    assert recorded.code_sha256(cells) != recorded.code_sha256(["import torch", "x = 1\ny = 3"])
+    # the same lines cut into cells differently are different code
+    assert recorded.code_sha256(["a\nb", "c"]) != recorded.code_sha256(["a", "b\nc"])
+
+
+def test_stale_runs_are_those_whose_page_changed_or_that_carry_no_hash(tmp_path):
+    page = "05-transformers/language-model"
+    today = recorded.page_code_sha256(page)
+    entries = [ENTRY | dict(page=page, code_sha256=today, commit="abc"),
+               ENTRY | dict(page="06-bert/masked-lm", code_sha256="0" * 64),
+               ENTRY | dict(page="05-transformers/copying")]  # recorded before the hash was kept
+    path = write(tmp_path, entries, "stale.json")
+    current = recorded.full_profile_run(page, path)
+    assert current.is_current() and current.commit == "abc"
+    assert [run.page for run in recorded.stale_runs(path)] == ["05-transformers/copying", "06-bert/masked-lm"]
+
