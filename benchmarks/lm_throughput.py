@@ -34,6 +34,7 @@ from measure import machine_line
 from nlpbook.charlm import CharRNN
 from nlpbook.flops import peak_flops as chip_peak, training_flops_per_token
 from nlpbook.recipe import Recipe
+from nlpbook.scaling import lstm_hidden
 from nlpbook.transformer import DecoderOnlyLM
 
 VOCAB = 96  # about the number of characters of the book's Bible corpus
@@ -66,11 +67,8 @@ def flops_per_token(model: nn.Module, size: Size, attention: bool) -> float:
 
 
 def lstm_matching(weights: int, embed: int = 64) -> CharRNN:
-    """A CharRNN LSTM with about ``weights`` weights (the page matches the families this way)."""
-    def count(hidden):
-        return VOCAB * embed + 4 * hidden * (embed + hidden) + 8 * hidden + VOCAB * hidden + VOCAB
-    hidden = min(range(8, 8192), key=lambda h: abs(count(h) - weights))
-    return CharRNN(VOCAB, embed=embed, hidden=hidden, cell="lstm")
+    """A one-layer CharRNN LSTM with about ``weights`` weights (``nlpbook.scaling.lstm_hidden``)."""
+    return CharRNN(VOCAB, embed=embed, hidden=lstm_hidden(weights, VOCAB, embed, layers=1), cell="lstm")
 
 
 def gpt2_reference(size: Size) -> nn.Module:
