@@ -11,13 +11,15 @@ import math
 import time
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
 from nlpbook.corpora import bible_text
+from nlpbook.recipe import Recipe
+from nlpbook.train import History, train
 from nlpbook.transformer import DecoderOnlyLM, sampling_probs
 from nlpbook.vocab import Vocabulary
 
@@ -139,6 +141,27 @@ def train_for_seconds(model: nn.Module, train_ids: torch.Tensor, *, seconds: flo
             curve.append((spent, evaluate(model)))
             next_eval += seconds / evals
     return dict(losses=losses, curve=curve, steps=len(losses), seconds=spent)
+
+
+def random_window_stream(train_ids: torch.Tensor, batch_size: int, length: int,
+                         generator: torch.Generator) -> Iterator[torch.Tensor]:
+    """Batches of ``batch_size`` random windows of ``length + 1`` characters, without end."""
+    while True:
+        yield random_windows(train_ids, batch_size, length, generator)
+
+
+def train_char_lm(model: nn.Module, train_ids: torch.Tensor, recipe: Recipe, *, batch_size: int, length: int,
+                  generator: torch.Generator, seconds: float | None = None, steps: int | None = None,
+                  evaluate: Callable[[nn.Module], dict[str, float]] | None = None, evals: int | None = None,
+                  device: torch.device | None = None) -> History:
+    """Train a character language model with the recipe: random windows of ``train_ids``
+    (``batch_size`` of ``length`` predictions a step), next-character cross-entropy, the training
+    recipe (:class:`nlpbook.recipe.Recipe`: AdamW, warm-up then cosine decay over the budget,
+    clipping, bfloat16 on a GPU), for ``seconds`` of training (a race at equal time) or ``steps``.
+    ``evaluate(model)`` returns named metrics, ``evals`` times evenly over the budget and at the end,
+    its time not counted.  Returns :func:`nlpbook.train.train`'s :class:`~nlpbook.train.History`."""
+    return train(model, random_window_stream(train_ids, batch_size, length, generator), next_char_loss, recipe,
+                 steps=steps, seconds=seconds, device=device, evaluate=evaluate, evals=evals, progress=False)
 
 
 @torch.no_grad()

@@ -19,10 +19,9 @@ from dataclasses import asdict, dataclass
 import torch
 import torch.nn as nn
 
-from nlpbook.charlm import CharData, CharRNN, next_char_loss, perplexity, random_windows
+from nlpbook.charlm import CharData, CharRNN, perplexity, train_char_lm
 from nlpbook.flops import training_flops_per_token
 from nlpbook.recipe import Recipe
-from nlpbook.train import train
 from nlpbook.transformer import DecoderOnlyLM
 
 FAMILIES = ("Transformer", "LSTM")
@@ -89,18 +88,12 @@ def train_lm(family: str, size: LMSize, data: CharData, *, steps: int, batch: in
     torch.manual_seed(seed)
     model = build(family, size, len(data.chars), context, dropout).to(device)
     per_token = flops_per_token(model, family, size, context)
-    generator = torch.Generator().manual_seed(seed)
     valid = data.valid_ids[:valid_chars]
-
-    def windows():
-        while True:
-            yield random_windows(data.train_ids, batch, context, generator)
-
     recipe = Recipe(lr=lr, warmup=warmup if warmup is not None else max(1, steps // 20))
     start = time.perf_counter()
-    history = train(model, windows(), next_char_loss, recipe, steps=steps, device=device, evals=evals,
-                    evaluate=lambda m: {"valid_loss": math.log(perplexity(m, valid, chunk=context))},
-                    progress=False)
+    history = train_char_lm(model, data.train_ids, recipe, batch_size=batch, length=context,
+                            generator=torch.Generator().manual_seed(seed), steps=steps, device=device, evals=evals,
+                            evaluate=lambda m: {"valid_loss": math.log(perplexity(m, valid, chunk=context))})
     tokens_per_step = batch * context
     curve = [dict(step=step, seconds=seconds, tokens=step * tokens_per_step, flops=step * tokens_per_step * per_token,
                   valid_loss=valid_loss)

@@ -215,13 +215,19 @@ class DecoderOnlyLM(nn.Module):
     N(0, 0.02² / (2 x layers)) so that the stream's variance does not grow with depth, and zeroes the
     biases (GPT-2's scheme); ``"torch"`` keeps PyTorch's defaults.  ``tie`` makes the output layer
     use the embedding table as its weights (Press and Wolf, 2017): one table for reading and writing
-    tokens, ``vocab_size x width`` fewer weights; it wants the small embeddings of ``init="gpt2"``."""
+    tokens, ``vocab_size x width`` fewer weights; it needs the small embeddings of ``init="gpt2"``
+    (with PyTorch's N(0, 1) embeddings the first logits would be about sqrt(width) large)."""
 
     def __init__(self, vocab_size: int, width: int = 128, heads: int = 4, layers: int = 4, context: int = 128,
                  dropout: float = 0.0, norm_first: bool = True, tie: bool = False, init: str = "torch"):
         super().__init__()
         if init not in ("torch", "gpt2"):
             raise ValueError(f"init must be 'torch' or 'gpt2', got {init!r}")
+        if tie and init == "torch":
+            # PyTorch draws embeddings from N(0, 1): as output weights they make the first logits
+            # about sqrt(width) large, a first loss of ~90 nats at width 128, and training diverges.
+            raise ValueError("tie=True needs init='gpt2': PyTorch's N(0, 1) embeddings, used as the output "
+                             "layer's weights, give logits about sqrt(width) times too large")
         self.context = context
         self.embed = nn.Embedding(vocab_size, width)
         self.position = nn.Embedding(context, width)

@@ -5,8 +5,9 @@ import torch
 import torch.nn as nn
 
 from nlpbook.charlm import (CharRNN, bible_char_data, curve_by_characters, generate, loss_by_position, next_char_loss, perplexity,
-                            next_char_losses, train_for_seconds,
+                            next_char_losses, train_char_lm, train_for_seconds,
                             random_windows, scored_perplexity, scored_transformer_perplexity, sequential_batches)
+from nlpbook.recipe import Recipe
 from nlpbook.transformer import DecoderOnlyLM
 
 
@@ -168,6 +169,30 @@ def test_train_for_seconds_learns_a_periodic_text_and_evaluates_on_time():
     with pytest.raises(ValueError, match="seconds"):
         train_for_seconds(model, ids, seconds=0, lr=1e-2, evals=1, generator=torch.Generator(),
                           evaluate=lambda m: 0.0)
+
+
+def test_train_char_lm_learns_a_periodic_text_with_the_recipe_and_evaluates_on_time():
+    torch.manual_seed(0)
+    ids = torch.arange(7).repeat(200)  # 0 1 ... 6 0 1 ...: every next id is certain
+    model = CharRNN(7, embed=8, hidden=16)
+    history = train_char_lm(model, ids, Recipe(lr=1e-2, warmup=5), seconds=1.0, evals=4, batch_size=8, length=16,
+                            generator=torch.Generator().manual_seed(0),
+                            evaluate=lambda m: {"perplexity": perplexity(m, ids[:50])})
+    assert len(history.steps) == len(history.loss) > 10
+    assert history.seconds >= 1.0
+    curve = list(zip(history.eval_seconds, history.metrics["perplexity"]))
+    assert 1 <= len(curve) <= 5 and curve[-1][0] == history.seconds
+    assert [t for t, _ in curve] == sorted(t for t, _ in curve)
+    assert curve[-1][1] < 2.0  # from uniform (7) towards certainty (1)
+    assert history.loss[-1] < history.loss[0]
+    # The same seeds train the same model for a fixed number of steps (the windows are seeded).
+    runs = []
+    for _ in range(2):
+        torch.manual_seed(1)
+        model = CharRNN(7, embed=8, hidden=16)
+        runs.append(train_char_lm(model, ids, Recipe(lr=1e-2, warmup=2), steps=6, batch_size=4, length=8,
+                                  generator=torch.Generator().manual_seed(3)).loss)
+    assert runs[0] == runs[1] and len(runs[0]) == 6
 
 
 def test_next_char_losses_are_the_terms_of_next_char_loss():

@@ -14,7 +14,7 @@ def test_linear_maps_and_recurrent_matrices_count_biases_tables_and_norms_do_not
 
 
 def test_a_tied_output_map_counts_once_as_a_product():
-    tied = DecoderOnlyLM(11, width=16, heads=2, layers=1, context=8, tie=True)
+    tied = DecoderOnlyLM(11, width=16, heads=2, layers=1, context=8, tie=True, init="gpt2")
     untied = DecoderOnlyLM(11, width=16, heads=2, layers=1, context=8, tie=False)
     assert matrix_weights(tied) == matrix_weights(untied)  # the embedding is a look-up either way
     # attention: q, k, v and output maps (4 W^2), the MLP (8 W^2), the output map (V W)

@@ -214,6 +214,12 @@ def test_tied_embeddings_are_one_table_for_reading_and_writing_tokens():
     loss = model(torch.randint(0, 50, (2, 8))).sum()
     loss.backward()
     assert model.embed.weight.grad is not None  # both uses reach the one table
+    # PyTorch's N(0, 1) embeddings as output weights: a first loss far above log V, so it is refused
+    with pytest.raises(ValueError, match="init='gpt2'"):
+        DecoderOnlyLM(50, width=16, heads=2, layers=2, context=8, tie=True)
+    ids = torch.randint(0, 50, (4, 8))
+    first = torch.nn.functional.cross_entropy(model(ids).flatten(0, 1), ids.flatten())
+    assert abs(first.item() - math.log(50)) < 0.5
 
 
 def test_gpt2_initialisation_scales_the_residual_writes_by_depth():
