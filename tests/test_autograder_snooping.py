@@ -87,13 +87,11 @@ def _repository(where: str, tmp_path: Path, token: str) -> tuple[Path, dict[str,
     return copy, {"hidden test": hidden, "solution": solution}
 
 
-@pytest.fixture(scope="module", params=[("root", "outside"), ("userns", "outside"), ("root", "inside"),
-                                        ("userns", "inside")], ids=lambda p: f"{p[0]}-repository-{p[1]}-tmp")
-def snooped(request, tmp_path_factory):
-    mode, where = request.param
-    if (mode == "root" and sandbox.os.geteuid() != 0) or not sandbox.can_enter_namespaces(mode):
-        pytest.skip(f"this machine cannot grade in mode {mode}")
-    tmp_path = tmp_path_factory.mktemp(f"snoop-{mode}-{where}", numbered=True)
+SETUPS = [("root", "outside"), ("userns", "outside"), ("root", "inside"), ("userns", "inside")]
+
+
+def _start_grading(mode: str, where: str, tmp_path: Path) -> tuple[subprocess.Popen, Path]:
+    """Plant the secrets, hand in the walker beside an honest classmate, and start grading in ``mode``."""
     assert where == "outside" or "/tmp/" in str(tmp_path)
     token = uuid.uuid4().hex
     repo, secrets = _repository(where, tmp_path, token)
@@ -108,12 +106,41 @@ def snooped(request, tmp_path_factory):
     walker.cells.insert(1, new_code_cell(f"# {own}\n" + WALK.format(
         needles={name: text.encode().hex() for name, text in {**needles, "own": own}.items()}, limit=SIZE_LIMIT)))
     write(walker, tmp_path / "submissions" / "zz-walker" / ASSIGNMENT, NOTEBOOK)
-    result = subprocess.run([sys.executable, "-m", "autograder", "grade", ASSIGNMENT, "--submissions",
-                             str(tmp_path / "submissions"), "--out", str(tmp_path / "out"), "--sandbox", mode,
-                             "--timeout", "240", "--notebook-timeout", "300", "--workers", "1"],
-                            cwd=repo, capture_output=True, text=True, timeout=900)
-    assert result.returncode == 0, result.stderr[-3000:]
-    graded = tmp_path / "out" / "course" / "autograded" / "zz-walker" / ASSIGNMENT / f"{NOTEBOOK}.ipynb"
+    process = subprocess.Popen([sys.executable, "-m", "autograder", "grade", ASSIGNMENT, "--submissions",
+                                str(tmp_path / "submissions"), "--out", str(tmp_path / "out"), "--sandbox", mode,
+                                "--timeout", "240", "--notebook-timeout", "300", "--workers", "1"],
+                               cwd=repo, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return process, repo
+
+
+@pytest.fixture(scope="module")
+def gradings(tmp_path_factory):
+    """Every mode's grading, started at once.  A walk reads files in one kernel on one core, so the
+    four run side by side on the machine's cores (each grading claims a sandbox user id of its own)
+    instead of one after another with a core idle."""
+    started = {}
+    for mode, where in SETUPS:
+        if (mode == "root" and sandbox.os.geteuid() != 0) or not sandbox.can_enter_namespaces(mode):
+            started[mode, where] = f"this machine cannot grade in mode {mode}"
+        else:
+            started[mode, where] = _start_grading(mode, where, tmp_path_factory.mktemp(f"snoop-{mode}-{where}"))
+    yield started
+    for entry in started.values():
+        if not isinstance(entry, str) and entry[0].poll() is None:
+            entry[0].kill()
+            entry[0].wait()
+
+
+@pytest.fixture(scope="module", params=SETUPS, ids=lambda p: f"{p[0]}-repository-{p[1]}-tmp")
+def snooped(request, gradings):
+    entry = gradings[request.param]
+    if isinstance(entry, str):
+        pytest.skip(entry)
+    process, repo = entry
+    _, stderr = process.communicate(timeout=900)
+    assert process.returncode == 0, stderr[-3000:]
+    out = Path(process.args[process.args.index("--out") + 1])
+    graded = out / "course" / "autograded" / "zz-walker" / ASSIGNMENT / f"{NOTEBOOK}.ipynb"
     printed = "".join(o.get("text", "") for o in nbformat.read(graded, as_version=4).cells[1].outputs)
     return {"printed": printed, "repo": repo}
 
