@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -61,6 +62,20 @@ def toc_files() -> list[str]:
             files.append(chapter["file"])
             files.extend(section["file"] for section in chapter.get("sections", []))
     return files
+
+
+# A figure directive that shows one of the book's diagrams (diagrams/draw.py), with its options and caption.
+DIAGRAM_FIGURE = re.compile(r"^```\{figure\} (diagrams/[\w.-]+\.svg)\n((?::[\w-]+:[^\n]*\n)*)\n(.*?)\n```$", re.M | re.S)
+
+
+def diagram_figures(name: str) -> list[tuple[str, dict[str, str], str]]:
+    """The diagrams placed on the page ``name``: (path from the repository root, figure options, caption)."""
+    page = REPO / f"{name}.md"
+    if not page.exists():
+        return []
+    return [(str((page.parent / match.group(1)).relative_to(REPO)),
+             dict(re.findall(r"^:([\w-]+):\s*(.*)$", match.group(2), re.M)), match.group(3))
+            for match in DIAGRAM_FIGURE.finditer(page.read_text())]
 
 
 def notebook_pages() -> list[str]:

@@ -7,6 +7,7 @@ recorded, so a page that only works online (a CDN script, a web font) fails the 
 from __future__ import annotations
 
 import functools
+import io
 import json
 import os
 import re
@@ -20,7 +21,7 @@ import pytest
 import yaml
 from playwright.sync_api import sync_playwright
 
-from conftest import REPO, SOLUTION_MARKERS, notebook_pages, toc_files
+from conftest import REPO, SOLUTION_MARKERS, diagram_figures, notebook_pages, toc_files
 
 
 def chromium_executable() -> str:
@@ -237,6 +238,60 @@ def test_page_does_not_scroll_sideways_on_a_phone(on_phone, name):
     }""")
     assert width <= PHONE["width"] + 1 and not sticking_out, (
         f"{name}: {width}px wide at {PHONE['width']} px; sticking out: {sticking_out}")
+
+
+# The schematic diagrams (diagrams/draw.py) are SVG files in <img> tags, which cannot see the page's
+# colour mode: each must load, be shown at the column's width, and stay legible on a dark page too.
+DIAGRAM_PAGES = [name for name in toc_files() if diagram_figures(name)]
+
+
+def _lightness(png: bytes) -> tuple[float, float]:
+    """The mean grey level (0-255) of a screenshot, and the share of its pixels darker than 100 (ink)."""
+    from PIL import Image, ImageStat
+
+    image = Image.open(io.BytesIO(png)).convert("L")
+    histogram = image.histogram()
+    return ImageStat.Stat(image).mean[0], sum(histogram[:100]) / sum(histogram)
+
+
+def test_every_chapter_from_1_to_6_shows_a_diagram():
+    chapters = {name.split("/")[1] for name in DIAGRAM_PAGES}
+    assert all(any(chapter.startswith(f"{n:02d}-") for chapter in chapters) for n in range(1, 7)), chapters
+
+
+@pytest.mark.parametrize("name", DIAGRAM_PAGES, scope="module")
+def test_diagrams_load_and_show_in_light_and_dark_mode(shown, name):
+    page = shown.page
+    labels = [options["name"] for _, options, _ in diagram_figures(name)]
+    before = page.evaluate("() => [document.documentElement.dataset.mode, document.documentElement.dataset.theme]")
+    try:
+        for theme in ("light", "dark"):
+            # What the theme's switch does (pydata-sphinx-theme's setTheme): its CSS keys on data-theme.
+            page.evaluate("theme => { document.documentElement.dataset.mode = theme;"
+                          " document.documentElement.dataset.theme = theme; }", theme)
+            background = page.evaluate("() => getComputedStyle(document.body).backgroundColor")
+            page_lightness = sum(map(int, re.findall(r"\d+", background)[:3])) / 3
+            assert (page_lightness < 80) == (theme == "dark"), f"{name}: the {theme} theme did not apply ({background})"
+            for label in labels:
+                image = page.locator(f"figure#{label} img")
+                assert image.count() == 1, f"{name}: no image in figure {label}"
+                state = image.evaluate("""img => {
+                    const box = img.getBoundingClientRect(), style = getComputedStyle(img);
+                    const column = img.closest("article").getBoundingClientRect().width;
+                    return {loaded: img.complete && img.naturalWidth > 0, width: box.width, height: box.height,
+                            column, visible: img.checkVisibility({opacityProperty: true, visibilityProperty: true}),
+                            filter: style.filter};
+                }""")
+                assert state["loaded"], f"{name} ({theme}): {label} did not load"
+                assert state["visible"] and state["height"] > 50, f"{name} ({theme}): {label} is hidden: {state}"
+                assert state["width"] >= 0.95 * state["column"], f"{name} ({theme}): {label} narrower than the column: {state}"
+                assert "invert" not in state["filter"], f"{name} ({theme}): {label} is inverted: {state}"
+                # Legible: the light panel under dark lines and letters, whatever the page's colour.
+                mean, ink = _lightness(image.screenshot())
+                assert mean > 170 and ink > 0.005, f"{name} ({theme}): {label} mean grey {mean:.0f}, ink {ink:.3f}"
+    finally:
+        page.evaluate("([mode, theme]) => { document.documentElement.dataset.mode = mode;"
+                      " document.documentElement.dataset.theme = theme; }", before)
 
 
 def test_chapter_pages_have_maths_and_figures(visit):
