@@ -277,7 +277,9 @@ def test_diagrams_load_and_show_in_light_and_dark_mode(shown, name):
                 assert image.count() == 1, f"{name}: no image in figure {label}"
                 state = image.evaluate("""img => {
                     const box = img.getBoundingClientRect(), style = getComputedStyle(img);
-                    const column = img.closest("article").getBoundingClientRect().width;
+                    // The column a figure may fill: the theme caps figures at its text width (768 px at
+                    // desktop width, nlpbook.plot.COLUMN_WIDTH), narrower than the article's box.
+                    const column = Math.min(img.closest("article").clientWidth, 768);
                     return {loaded: img.complete && img.naturalWidth > 0, width: box.width, height: box.height,
                             column, visible: img.checkVisibility({opacityProperty: true, visibilityProperty: true}),
                             filter: style.filter};
