@@ -237,6 +237,10 @@ class Drawing:
         head = f'<polygon points="{" ".join(f"{_n(x)},{_n(y)}" for x, y in corners)}" fill="{color}"/>'
         return (x1 - ux * size * 0.6, y1 - uy * size * 0.6), head
 
+    def dot(self, cx, cy, color=INK):
+        """A junction: a filled dot where a wire branches off another, so that it does not read as a crossing."""
+        self.elements.append(f'<circle cx="{_n(cx)}" cy="{_n(cy)}" r="3.5" fill="{color}"/>')
+
     def op(self, cx, cy, kind="+", r=11.0, color=INK) -> Box:
         """An operation node: ``+`` (a sum) or ``*`` (the elementwise product, drawn as a dot in a circle)."""
         self.elements.append(f'<circle cx="{_n(cx)}" cy="{_n(cy)}" r="{_n(r)}" fill="{PANEL}" stroke="{color}" '
@@ -475,32 +479,55 @@ def _gate_bar(d: Drawing, x0, y, widths_and_labels, height=32):
     return boxes
 
 
+class _GatedCell:
+    """The plan the LSTM and GRU cells share, so that the two figures read side by side and differ only where the
+    cells do: a dashed frame; the carried state running straight across the top, through a ⊙ (the share a gate
+    keeps) and a + (what the cell writes); the stacked pre-activations in a bar along the bottom; and between them
+    the gates, each reading its part of the bar. :attr:`d` is the drawing; the cell's own function draws the rest."""
+
+    PATH_Y, GATE_Y, BAR_Y = 70, 220, 290  # the carried state, the gates, the bar of pre-activations
+    BAR_LEFT = 205  # where the bar starts: h_{t-1} enters it there
+
+    def __init__(self, title: str, state: str, color: str, keep_x: float, add_x: float):
+        """The frame and the path of ``state`` (``c`` or ``h``, in ``color``), with its ⊙ at ``keep_x`` and its +
+        at ``add_x`` (kept as :attr:`keep` and :attr:`add`, for the wires that reach them from below)."""
+        d = self.d = Drawing(390, title)
+        y = self.PATH_Y
+        d.rect(150, 28, 510, 318, stroke=GRAY, dash="6 5", rx=14)
+        self.keep = d.op(keep_x, y, "*")
+        self.add = d.op(add_x, y, "+")
+        # thicker than the other wires: this path is what carries the state (and its gradient) across steps
+        d.line([(28, y), (self.keep.left[0], y)], color, 2.6)
+        d.line([(self.keep.right[0], y), (self.add.left[0], y)], color, 2.6)
+        d.arrow((self.add.right[0], y), (732, y), color=color, width=2.6)
+        d.label(36, y - 18, f"{state}_{{t-1}}", italic=True, anchor="start")
+        d.label(724, y - 18, f"{state}_t", italic=True, anchor="end")
+
+    def gate(self, x: float, name: str) -> Box:
+        """A gate's activation (``name``: σ or tanh) at ``x``, fed from the part of the bar below it."""
+        box = self.d.box(x, self.GATE_Y, 56, 34, name, GATE)
+        self.d.arrow((x, self.BAR_Y - 16), box.bottom)
+        return box
+
+    def x_input(self, x: float):
+        """x_t entering the bar from below at ``x``."""
+        self.d.arrow((x, 372), (x, self.BAR_Y + 16), color=INPUT, width=2)
+        self.d.label(x + 10, 366, "x_t", italic=True, anchor="start")
+
+
 def lstm_cell() -> Drawing:
     """The LSTM cell: z_t split into the gates i, f, g, o (PyTorch's order); the cell path has only ⊙ f_t and +."""
-    d = Drawing(390, "The LSTM cell")
-    c_y, bar_y, gate_y = 70, 290, 220
-    d.rect(150, 28, 510, 318, stroke=GRAY, dash="6 5", rx=14)
-    # the cell path
-    forget = d.op(340, c_y, "*")
-    add = d.op(430, c_y, "+")
-    d.line([(28, c_y), (forget.left[0], c_y)], CELL, 2.6)
-    d.line([(forget.right[0], c_y), (add.left[0], c_y)], CELL, 2.6)
-    d.arrow((add.right[0], c_y), (732, c_y), color=CELL, width=2.6)
-    d.label(36, c_y - 18, "c_{t-1}", italic=True, anchor="start")
-    d.label(724, c_y - 18, "c_t", italic=True, anchor="end")
+    cell = _GatedCell("The LSTM cell", "c", CELL, keep_x=340, add_x=430)
+    d, forget, add, c_y, bar_y = cell.d, cell.keep, cell.add, cell.PATH_Y, cell.BAR_Y
     d.label(515, c_y - 22, "∂c_t/∂c_{t-1} = diag(f_t)", size=SMALL, italic=True, color=CELL)
     # z_t and the four gates, in PyTorch's order
-    xs = [250, 340, 430, 520]
-    _gate_bar(d, 205, bar_y, [(90, "i"), (90, "f"), (90, "g"), (90, "o")])
+    _gate_bar(d, cell.BAR_LEFT, bar_y, [(90, "i"), (90, "f"), (90, "g"), (90, "o")])
     d.label(375, bar_y + 34, "z_t = W x_t + U h_{t-1} + b   (4H)", size=SMALL, italic=True, anchor="end")
-    gates = []
-    for x, name in zip(xs, ["σ", "σ", "tanh", "σ"]):
-        gates.append(d.box(x, gate_y, 56, 34, name, GATE))
-        d.arrow((x, bar_y - 16), (x, gate_y + 17))
+    i, f, g, o = (cell.gate(x, name) for x, name in zip([250, 340, 430, 520], ["σ", "σ", "tanh", "σ"]))
     product = d.op(430, 140, "*")
-    d.arrow((340, gate_y - 17), forget.bottom)
-    d.arrow((430, gate_y - 17), product.bottom)
-    d.arrow((250, gate_y - 17), (250, 140), product.left, halo=True)
+    d.arrow(f.top, forget.bottom)
+    d.arrow(g.top, product.bottom)
+    d.arrow(i.top, (250, 140), product.left, halo=True)
     d.arrow(product.top, add.bottom)
     d.label(258, 178, "i_t", italic=True, anchor="start")
     d.label(348, 178, "f_t", italic=True, anchor="start")
@@ -508,64 +535,50 @@ def lstm_cell() -> Drawing:
     # the hidden state, from the new cell
     squash = d.box(600, 122, 56, 30, "tanh", GATE)
     output = d.op(600, 185, "*")
-    d.elements.append(f'<circle cx="600" cy="{c_y}" r="3.5" fill="{CELL}"/>')
+    d.dot(600, c_y, CELL)
     d.arrow((600, c_y), squash.top, color=CELL)
     d.arrow(squash.bottom, output.top)
-    d.arrow((520, gate_y - 17), (520, 185), output.left)
+    d.arrow(o.top, (520, 185), output.left)
     d.label(548, 172, "o_t", italic=True)
     d.arrow(output.bottom, (600, 250), (732, 250), color=STATE, width=2)
     d.label(724, 232, "h_t", italic=True, anchor="end")
     # the inputs
-    d.arrow((28, bar_y), (205, bar_y), color=STATE, width=2)
+    d.arrow((28, bar_y), (cell.BAR_LEFT, bar_y), color=STATE, width=2)
     d.label(36, bar_y - 18, "h_{t-1}", italic=True, anchor="start")
-    d.arrow((430 - 45, 372), (430 - 45, bar_y + 16), color=INPUT, width=2)
-    d.label(395, 366, "x_t", italic=True, anchor="start")
+    cell.x_input(385)
     return d
 
 
 def gru_cell() -> Drawing:
     """The GRU cell (PyTorch's form): update gate z_t, reset gate r_t inside the candidate n_t."""
-    d = Drawing(390, "The GRU cell")
-    h_y, bar_y, gate_y = 70, 290, 220
-    d.rect(150, 28, 510, 318, stroke=GRAY, dash="6 5", rx=14)
-    keep = d.op(250, h_y, "*")
-    add = d.op(470, h_y, "+")
-    d.line([(28, h_y), (keep.left[0], h_y)], STATE, 2.6)
-    d.line([(keep.right[0], h_y), (add.left[0], h_y)], STATE, 2.6)
-    d.arrow((add.right[0], h_y), (732, h_y), color=STATE, width=2.6)
-    d.label(36, h_y - 18, "h_{t-1}", italic=True, anchor="start")
-    d.label(724, h_y - 18, "h_t", italic=True, anchor="end")
+    cell = _GatedCell("The GRU cell", "h", STATE, keep_x=250, add_x=470)
+    d, keep, add, h_y, bar_y = cell.d, cell.keep, cell.add, cell.PATH_Y, cell.BAR_Y
     d.label(360, h_y - 22, "z_t ⊙ h_{t-1}: kept as it is", size=SMALL, color=MUTED)
-    # what the gates read
-    d.elements.append(f'<circle cx="80" cy="{h_y}" r="3.5" fill="{STATE}"/>')
-    d.arrow((80, h_y), (80, bar_y), (205, bar_y), color=STATE, width=2)
+    # what the gates read: h_{t-1} is both the carried state and an input
+    d.dot(80, h_y, STATE)
+    d.arrow((80, h_y), (80, bar_y), (cell.BAR_LEFT, bar_y), color=STATE, width=2)
     d.box(420, bar_y, 430, 32, "", INPUT, rx=2)
     d.label(360, bar_y, "W x_t + b_i,  U h_{t-1} + b_h", size=SMALL, italic=True)
     d.label(395, bar_y + 34, "r, z, n stacked: 3H each", size=SMALL, italic=False, anchor="end", color=MUTED)
-    d.arrow((400, 372), (400, bar_y + 16), color=INPUT, width=2)
-    d.label(410, 366, "x_t", italic=True, anchor="start")
+    cell.x_input(400)
     # the update gate: keep h_{t-1}, or take the candidate
-    update = d.box(250, gate_y, 56, 34, "σ", GATE)
-    d.arrow((250, bar_y - 16), update.bottom)
+    update = cell.gate(250, "σ")
     d.arrow(update.top, keep.bottom)
     d.label(258, 178, "z_t", italic=True, anchor="start")
-    d.elements.append(f'<circle cx="250" cy="140" r="3.5" fill="{INK}"/>')
+    d.dot(250, 140)
     complement = d.box(360, 140, 70, 30, "1 −", GATE)
     mix = d.op(470, 140, "*")
     d.arrow((250, 140), complement.left)
     d.arrow(complement.right, mix.left)
     d.arrow(mix.top, add.bottom)
     # the candidate, with the reset gate applied to U_n h_{t-1}
-    candidate = d.box(470, gate_y, 56, 34, "tanh", GATE)
-    d.arrow((470, bar_y - 16), candidate.bottom)
+    candidate = cell.gate(470, "tanh")
     d.arrow(candidate.top, mix.bottom)
     d.label(478, 180, "n_t", italic=True, anchor="start")
-    reset = d.box(590, gate_y, 56, 34, "σ", GATE)
-    d.arrow((590, bar_y - 16), reset.bottom)
+    reset = cell.gate(590, "σ")
     d.arrow(reset.left, candidate.right)
-    d.label(530, gate_y - 14, "r_t", italic=True)
+    d.label(530, cell.GATE_Y - 14, "r_t", italic=True)
     return d
-
 
 
 def _seq2seq(attention: bool) -> Drawing:
@@ -793,7 +806,7 @@ def _sublayer_stack(d: Drawing, cx, items, bottom=455, step=47):
     for (kind, *rest), y in zip(items, ys):
         if kind == "branch":
             d.line([previous, (cx, y)])
-            d.elements.append(f'<circle cx="{_n(cx)}" cy="{_n(y)}" r="3.5" fill="{INK}"/>')
+            d.dot(cx, y)
             previous, branch_y = (cx, y), y
         elif kind == "add":
             node = d.op(cx, y)
