@@ -42,6 +42,10 @@ class History:
         for name, value in values.items():
             self.metrics.setdefault(name, []).append(float(value))
 
+    def curve(self, metric: str) -> list[tuple[float, float]]:
+        """``(seconds of training, value)`` at each evaluation of ``metric``: a race's curve at equal time."""
+        return list(zip(self.eval_seconds, self.metrics[metric]))
+
     def last(self, metric: str) -> float:
         """The latest value of an evaluation metric (``"loss"`` for the training loss)."""
         if metric == "loss":

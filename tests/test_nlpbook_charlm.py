@@ -8,6 +8,7 @@ from nlpbook.charlm import (CharRNN, bible_char_data, curve_by_characters, gener
                             next_char_losses, train_char_lm, train_for_seconds,
                             random_windows, scored_perplexity, scored_transformer_perplexity, sequential_batches)
 from nlpbook.recipe import Recipe
+from nlpbook.train import History
 from nlpbook.transformer import DecoderOnlyLM
 
 
@@ -235,5 +236,19 @@ def test_generate_gives_a_transformer_the_samples_of_its_own_generate():
 
 
 def test_curve_by_characters_puts_each_evaluation_at_the_characters_read_by_then():
-    run = dict(steps=100, seconds=10.0, curve=[(2.5, 9.0), (10.0, 4.0)])  # 10 steps a second
-    assert curve_by_characters(run, chars_per_step=64) == [(1600.0, 9.0), (6400.0, 4.0)]
+    history = History()
+    history.record_eval(25, {"perplexity": 9.0, "loss": 2.2})
+    history.record_eval(100, {"perplexity": 4.0, "loss": 1.4})
+    assert curve_by_characters(history, 64, "perplexity") == [(1600.0, 9.0), (6400.0, 4.0)]
+
+
+def test_race_rates_name_every_network_in_every_profile_and_follow_the_current_profile(monkeypatch):
+    from nlpbook.charlm import RACE_RATES, race_rate
+    assert set(RACE_RATES) == {"quick", "standard", "full"}
+    assert all(set(rates) == {"Transformer", "RNN", "LSTM"} for rates in RACE_RATES.values())
+    assert all(0 < rate < 0.1 for rates in RACE_RATES.values() for rate in rates.values())
+    monkeypatch.setenv("NLPBOOK_PROFILE", "full")
+    assert race_rate("LSTM") == RACE_RATES["full"]["LSTM"]
+    assert race_rate("LSTM", "quick") == RACE_RATES["quick"]["LSTM"]
+    with pytest.raises(KeyError):
+        race_rate("GRU")

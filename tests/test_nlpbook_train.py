@@ -188,3 +188,12 @@ def test_a_run_needs_a_budget_and_a_recipe_schedules_itself():
         train(model, _lm_batches(), _lm_loss, Recipe(lr=1e-2), steps=2, clip_grad_norm=1.0, progress=False)
     with pytest.raises(ValueError, match="evals"):
         train(model, _lm_batches(), _lm_loss, Recipe(lr=1e-2), steps=2, evals=2, eval_every=1, progress=False)
+
+
+def test_history_curve_pairs_each_evaluation_with_the_seconds_trained_by_then():
+    history = History()
+    history.record_eval(10, {"perplexity": 9.0}, seconds=1.5)
+    history.record_eval(20, {"perplexity": 5.0}, seconds=3.0)
+    assert history.curve("perplexity") == [(1.5, 9.0), (3.0, 5.0)]
+    with pytest.raises(KeyError):
+        history.curve("accuracy")
