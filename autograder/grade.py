@@ -23,7 +23,13 @@ they are complete:
   (:mod:`autograder.pool`, :mod:`autograder.jobs`); only this process writes
   the gradebook;
 - every finished student is saved in ``--out/.work``: an interrupted run
-  starts again where it stopped, and an unchanged class is not graded twice.
+  starts again where it stopped, and an unchanged class is not graded twice;
+- the registered assignment and the solution's reference run depend only on the
+  course, the grading code and the kernel's environment (profile, versions), so
+  they are also kept in a cache shared by every ``--out`` folder
+  (``$AUTOGRADER_CACHE``, by default ``~/.cache/nlpbook-autograder``; ``off``
+  turns it off): grading the same assignment into a new folder runs the
+  solution again only when one of those changed.
 
 Output (``--out``)::
 
@@ -311,7 +317,65 @@ def prepare_course(run: GradingRun) -> None:
     run.staging.mkdir()
     shutil.copytree(SOLUTIONS / run.assignment, run.course / "source" / run.assignment, ignore=IGNORED)
     _write_course_config(run.course, run.timeout, run.notebook_timeout, run.db)
-    run.course_key = _digest([run.assignment, *_flat(_files(run.course / "source")), *_flat(_code())])
+    run.course_key = _digest([run.assignment, *_flat(_files(run.course / "source")), *_flat(_code()),
+                              *_kernel_environment()])
+
+
+def _kernel_environment() -> list[str]:
+    """What besides the course and the code changes what the solution computes: the profile sizes
+    the training parts and their targets (a course graded in ``quick`` and then in ``standard``
+    must not reuse the quick reference), the device, and the versions of Python and the numerical
+    libraries the kernel imports."""
+    from importlib import metadata
+
+    versions = []
+    for package in ("torch", "numpy"):
+        try:
+            versions.append(f"{package} {metadata.version(package)}")
+        except metadata.PackageNotFoundError:
+            versions.append(f"{package} absent")
+    return [f"{name}={os.environ.get(name, '')}" for name in ("NLPBOOK_PROFILE", "NLPBOOK_DEVICE")] + [
+        f"python {sys.version_info[:3]}", *versions]
+
+
+def shared_cache() -> Path | None:
+    """The folder every grading run shares for registered courses and reference runs (keyed by
+    :attr:`GradingRun.course_key`), or None when ``$AUTOGRADER_CACHE`` is ``off``."""
+    value = os.environ.get("AUTOGRADER_CACHE", "").strip()
+    if value.lower() == "off":
+        return None
+    if value:
+        return Path(value)
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "nlpbook-autograder"
+
+
+def _reuse(run: GradingRun, what: str) -> Path | None:
+    """The folder ``courses/KEY/WHAT`` of this run's ``.work``, copied there from the shared cache
+    if only that has it; None if neither does."""
+    own = run.work / "courses" / run.course_key / what
+    if own.is_dir():
+        return own
+    shared = shared_cache()
+    source = None if shared is None else shared / "courses" / run.course_key / what
+    if source is None or not source.is_dir():
+        return None
+    _save_atomically(own, _files(source))
+    log.info("%s: reused from the shared cache %s", what, shared)
+    return own
+
+
+def _keep(run: GradingRun, what: str, files: dict[str, bytes]) -> Path:
+    """Save ``files`` as ``courses/KEY/WHAT`` in this run's ``.work`` and, if it can, in the shared cache."""
+    own = run.work / "courses" / run.course_key / what
+    _save_atomically(own, files)
+    shared = shared_cache()
+    if shared is not None:
+        try:
+            _save_atomically(shared / "courses" / run.course_key / what, files)
+        except OSError as error:  # a read-only home, a full disk: grading goes on without sharing
+            log.warning("could not write the shared cache %s (%s); gradings into other folders will redo this",
+                        shared, _first_line(error))
+    return own
 
 
 def _digest(parts) -> str:
@@ -366,14 +430,14 @@ def register_assignment(run: GradingRun) -> None:
     Reusing the same registration keeps the gradebook's cell ids, so results saved by an
     earlier run still fit.
     """
-    saved = run.work / "courses" / run.course_key
-    if (saved / "gradebook.db").exists():
+    saved = _reuse(run, "registration")
+    if saved is not None:
         shutil.copyfile(saved / "gradebook.db", run.course / "gradebook.db")
         shutil.copytree(saved / "release", run.course / "release", dirs_exist_ok=True)
         return
     run_generate_assignment(run.course, run.assignment)
-    _save_atomically(saved, {"gradebook.db": (run.course / "gradebook.db").read_bytes(),
-                             **{f"release/{k}": v for k, v in _files(run.course / "release").items()}})
+    _keep(run, "registration", {"gradebook.db": (run.course / "gradebook.db").read_bytes(),
+                                **{f"release/{k}": v for k, v in _files(run.course / "release").items()}})
 
 
 def set_due_date(run: GradingRun) -> None:
@@ -394,16 +458,23 @@ def set_due_date(run: GradingRun) -> None:
 
 
 def _save_atomically(folder: Path, files: dict[str, bytes]) -> None:
-    """Write ``files`` under ``folder``, which appears complete or not at all."""
+    """Write ``files`` under ``folder``, which appears complete or not at all.  If another run
+    writes the same folder first (the same key, so the same content), theirs is kept."""
     temporary = folder.with_name(f".{folder.name}.{os.getpid()}")
     shutil.rmtree(temporary, ignore_errors=True)
+    temporary.mkdir(parents=True)
     for relative, data in files.items():
         (temporary / relative).parent.mkdir(parents=True, exist_ok=True)
         (temporary / relative).write_bytes(data)
     if folder.exists():
         shutil.rmtree(temporary)
         return
-    temporary.rename(folder)
+    try:
+        temporary.rename(folder)
+    except OSError:
+        shutil.rmtree(temporary)
+        if not folder.exists():
+            raise
 
 
 def start_workers(run: GradingRun) -> None:
@@ -427,15 +498,15 @@ def start_workers(run: GradingRun) -> None:
 
 def record_reference(run: GradingRun) -> None:
     """Run the solution once in the sandbox; its check records are what students are compared with."""
-    saved = run.work / "courses" / run.course_key / "reference"
-    if not saved.is_dir():
+    saved = _reuse(run, "reference")
+    if saved is None:
         course = jobs.Course.read(run.course, run.assignment)
         [result] = run.pool.run([jobs.Job("reference", "", course, run.settings())])
         if not result.success:
             sandbox_failed = result.message.startswith("the sandbox")
             hint = "\nIf this machine cannot give that mode, choose another with --sandbox." if sandbox_failed else ""
             raise CourseError(f"{result.message}{hint}")
-        _save_atomically(saved, {k.split("/", 1)[1]: v for k, v in result.files.items()})
+        saved = _keep(run, "reference", {k.split("/", 1)[1]: v for k, v in result.files.items()})
     shutil.copytree(saved, run.course / "reference")
     for path in sorted(saved.glob("*.json")):
         records = json.loads(path.read_text(encoding="utf-8"))

@@ -1,10 +1,13 @@
 """Shared test helpers. The suite runs in the quick profile unless told otherwise."""
 from __future__ import annotations
 
+import atexit
 import os
 import re
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -22,6 +25,12 @@ collect_ignore = ["nbgrader_course"]
 # Set before any notebook kernel starts (nbval, nbclient, nbgrader inherit it).
 os.environ.setdefault("NLPBOOK_PROFILE", "quick")
 os.environ.setdefault("NLPBOOK_PROGRESS", "0")
+# The session's gradings share registered assignments and the solutions' reference runs
+# (autograder.grade.shared_cache) as an instructor's do, in a folder of the session's own
+# rather than the user's cache: a grading test then pays for each solution run once.
+if "AUTOGRADER_CACHE" not in os.environ:
+    os.environ["AUTOGRADER_CACHE"] = tempfile.mkdtemp(prefix="autograder-cache-")
+    atexit.register(shutil.rmtree, os.environ["AUTOGRADER_CACHE"], ignore_errors=True)
 
 
 def run_autograder(*args: str, timeout: int = 1800, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
@@ -37,11 +46,27 @@ def repository_copy(destination: Path) -> Path:
     ``python -m autograder`` run from the copy grades from the copy's ``solutions/``, so a
     test can add an assignment or plant a marker without touching the real repository.
     """
-    import shutil
-
     for folder in ("autograder", "nlpbook", "solutions", "exercises"):
         shutil.copytree(REPO / folder, destination / folder, ignore=shutil.ignore_patterns("__pycache__"))
     return destination
+
+
+# The test files that read the built book (the ``built_book`` fixture): one worker runs them all.
+BOOK_MODULES = ("test_book.py", "test_book_browser.py")
+
+
+def pytest_collection_modifyitems(config, items):
+    """Keep each test file whole on one pytest-xdist worker (``-n 2 --dist loadgroup``, set in
+    pyproject.toml) and the two files of the built book together.
+
+    A file's fixtures (a class graded once, the book built once) would otherwise be set up again
+    on every worker that runs one of its tests.  Two workers because a serial run left half of the
+    2-core CI machine idle (29 min of wall clock for 28 min of CPU time on 2026-11-28): a grading
+    waits on its solution's run, a browser on one page, the hostile class on its sleeping students.
+    The book's group holds the most tests, so xdist hands it out first, and it is the longest."""
+    for item in items:
+        group = "the built book" if item.path.name in BOOK_MODULES else str(item.path.relative_to(REPO))
+        item.add_marker(pytest.mark.xdist_group(group))
 
 
 def pytest_generate_tests(metafunc):

@@ -86,6 +86,8 @@ def test_the_class_gets_the_scores_its_mistakes_deserve(sequential):
 def test_parallel_workers_give_the_same_grades_as_one(submissions, sequential, tmp_path):
     result = _grade(submissions, tmp_path / "out", "--workers", "3")
     assert "workers: 3 processes on this machine" in result.stderr
+    # The sequential run's solution run, kept in the session's shared cache, serves this new folder.
+    assert "reference: reused from the shared cache" in result.stderr
     _same_grades(tmp_path / "out", sequential)
 
 
