@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import atexit
+import json
 import os
 import re
 import shutil
@@ -56,24 +57,6 @@ def repository_copy(destination: Path) -> Path:
     for folder in ("autograder", "nlpbook", "solutions", "exercises"):
         shutil.copytree(REPO / folder, destination / folder, ignore=shutil.ignore_patterns("__pycache__"))
     return destination
-
-
-# The test files that read the built book (the ``built_book`` fixture): one worker runs them all.
-BOOK_MODULES = ("test_book.py", "test_book_browser.py")
-
-
-def pytest_collection_modifyitems(config, items):
-    """Keep each test file whole on one pytest-xdist worker (``-n 2 --dist loadgroup``, set in
-    pyproject.toml) and the two files of the built book together.
-
-    A file's fixtures (a class graded once, the book built once) would otherwise be set up again
-    on every worker that runs one of its tests.  Two workers because a serial run left half of the
-    2-core CI machine idle (29 min of wall clock for 28 min of CPU time on 2026-11-28): a grading
-    waits on its solution's run, a browser on one page, the hostile class on its sleeping students.
-    The book's group holds the most tests, so xdist hands it out first, and it is the longest."""
-    for item in items:
-        group = "the built book" if item.path.name in BOOK_MODULES else str(item.path.relative_to(REPO))
-        item.add_marker(pytest.mark.xdist_group(group))
 
 
 def pytest_generate_tests(metafunc):
@@ -153,9 +136,22 @@ def built_book(tmp_path_factory):
     One build per test session, shared by the build checks (test_book.py) and the browser
     test (test_book_browser.py); the folder also holds the execution cache, so a second
     builder (linkcheck) re-runs no page.  The pages run two at a time first (:func:`execute_pages`).
+    Under pytest-xdist the two files may run on different workers: the first to ask builds, in
+    the folder the workers share, and the other waits for it and reads the same build.
     """
-    out = tmp_path_factory.mktemp("book")
-    execute_pages(out / "_build" / ".jupyter_cache", workers=max(1, os.cpu_count() or 1))
-    result = subprocess.run([str(JUPYTER_BOOK), "build", "-W", "-n", "--keep-going", "--path-output", str(out), str(REPO)],
-                            capture_output=True, text=True, timeout=1800)
-    return result, out
+    from filelock import FileLock
+
+    shared = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        shared = shared.parent  # pytest-N/popen-gwK -> pytest-N, the same for every worker
+    out, record = shared / "book", shared / "book-build.json"
+    with FileLock(str(shared / "book-build.lock")):
+        if not record.exists():
+            out.mkdir(exist_ok=True)
+            execute_pages(out / "_build" / ".jupyter_cache", workers=max(1, os.cpu_count() or 1))
+            result = subprocess.run([str(JUPYTER_BOOK), "build", "-W", "-n", "--keep-going", "--path-output", str(out),
+                                     str(REPO)], capture_output=True, text=True, timeout=1800)
+            record.write_text(json.dumps({"args": result.args, "returncode": result.returncode,
+                                          "stdout": result.stdout, "stderr": result.stderr}))
+    saved = json.loads(record.read_text())
+    return subprocess.CompletedProcess(saved["args"], saved["returncode"], saved["stdout"], saved["stderr"]), out
