@@ -498,15 +498,20 @@ def start_workers(run: GradingRun) -> None:
 
 def record_reference(run: GradingRun) -> None:
     """Run the solution once in the sandbox; its check records are what students are compared with."""
-    saved = _reuse(run, "reference")
+    # The solution runs in the students' sandbox (its mode, limits and time limits), so that a sandbox
+    # that cannot run it is reported before any student is graded: a run is kept per sandbox setting.
+    settings = run.settings()
+    sandboxed = repr((settings.mode, settings.drop_user, settings.limits, settings.timeout, settings.notebook_timeout))
+    what = f"reference-{_digest([sandboxed])[:16]}"
+    saved = _reuse(run, what)
     if saved is None:
         course = jobs.Course.read(run.course, run.assignment)
-        [result] = run.pool.run([jobs.Job("reference", "", course, run.settings())])
+        [result] = run.pool.run([jobs.Job("reference", "", course, settings)])
         if not result.success:
             sandbox_failed = result.message.startswith("the sandbox")
             hint = "\nIf this machine cannot give that mode, choose another with --sandbox." if sandbox_failed else ""
             raise CourseError(f"{result.message}{hint}")
-        saved = _keep(run, "reference", {k.split("/", 1)[1]: v for k, v in result.files.items()})
+        saved = _keep(run, what, {k.split("/", 1)[1]: v for k, v in result.files.items()})
     shutil.copytree(saved, run.course / "reference")
     for path in sorted(saved.glob("*.json")):
         records = json.loads(path.read_text(encoding="utf-8"))
