@@ -186,27 +186,6 @@ def train_char_lm(model: nn.Module, train_ids: torch.Tensor, recipe: Recipe, *, 
                  steps=steps, seconds=seconds, device=device, evaluate=evaluate, evals=evals, progress=False)
 
 
-def random_window_stream(train_ids: torch.Tensor, batch_size: int, length: int,
-                         generator: torch.Generator) -> Iterator[torch.Tensor]:
-    """Batches of ``batch_size`` random windows of ``length + 1`` characters, without end."""
-    while True:
-        yield random_windows(train_ids, batch_size, length, generator)
-
-
-def train_char_lm(model: nn.Module, train_ids: torch.Tensor, recipe: Recipe, *, batch_size: int, length: int,
-                  generator: torch.Generator, seconds: float | None = None, steps: int | None = None,
-                  evaluate: Callable[[nn.Module], dict[str, float]] | None = None, evals: int | None = None,
-                  device: torch.device | None = None) -> History:
-    """Train a character language model with the recipe: random windows of ``train_ids``
-    (``batch_size`` of ``length`` predictions a step), next-character cross-entropy, the training
-    recipe (:class:`nlpbook.recipe.Recipe`: AdamW, warm-up then cosine decay over the budget,
-    clipping, bfloat16 on a GPU), for ``seconds`` of training (a race at equal time) or ``steps``.
-    ``evaluate(model)`` returns named metrics, ``evals`` times evenly over the budget and at the end,
-    its time not counted.  Returns :func:`nlpbook.train.train`'s :class:`~nlpbook.train.History`."""
-    return train(model, random_window_stream(train_ids, batch_size, length, generator), next_char_loss, recipe,
-                 steps=steps, seconds=seconds, device=device, evaluate=evaluate, evals=evals, progress=False)
-
-
 @torch.no_grad()
 def generate(model: nn.Module, ids: torch.Tensor, new_tokens: int, temperature: float = 1.0,
              top_k: int | None = None, generator: torch.Generator | None = None) -> torch.Tensor:
