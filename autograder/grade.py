@@ -501,8 +501,7 @@ def record_reference(run: GradingRun) -> None:
     # The solution runs in the students' sandbox (its mode, limits and time limits), so that a sandbox
     # that cannot run it is reported before any student is graded: a run is kept per sandbox setting.
     settings = run.settings()
-    sandboxed = repr((settings.mode, settings.drop_user, settings.limits, settings.timeout, settings.notebook_timeout))
-    what = f"reference-{_digest([sandboxed])[:16]}"
+    what = f"reference-{_digest([repr(settings.sandboxing())])[:16]}"
     saved = _reuse(run, what)
     if saved is None:
         course = jobs.Course.read(run.course, run.assignment)
@@ -551,8 +550,7 @@ def grade_submissions(run: GradingRun) -> None:
     # What can change a grade: the course, the solution's records, the limits; not where it ran
     # or with how many threads.
     grading_terms = [run.course_key, str(run.duedate), *_flat(_files(run.course / "reference")),
-                     repr((settings.mode, settings.drop_user, settings.limits, settings.timeout,
-                           settings.notebook_timeout, settings.feedback))]
+                     repr((*settings.sandboxing(), settings.feedback))]
     gradebook = sqlalchemy.create_engine(run.db_url)
     try:
         for submission in run.handed_in():

@@ -63,6 +63,11 @@ class Settings:
     env: dict[str, str] = field(default_factory=dict)  # added to every kernel's environment
     zygote: str = ""  # the coordinator's zygote socket; elsewhere each worker starts its own
 
+    def sandboxing(self) -> tuple:
+        """What of these settings can change how a notebook runs: the sandbox and its limits (not
+        where it runs, with how many threads, or what it hides, which are the same for everyone)."""
+        return (self.mode, self.drop_user, self.limits, self.timeout, self.notebook_timeout)
+
 
 @dataclass
 class Course:

@@ -14,9 +14,10 @@ from pathlib import Path
 # Under pytest-xdist each worker, and every kernel and grading it starts, gets its share of the
 # cores before anything imports PyTorch: processes of two threads each on two cores wait on each
 # other's threads at every operation (pages ran 7 to 14 times slower that way).
-if int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")) > 1:
+_WORKERS = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+if _WORKERS > 1:
     for _name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-        os.environ.setdefault(_name, str(max(1, (os.cpu_count() or 1) // int(os.environ["PYTEST_XDIST_WORKER_COUNT"]))))
+        os.environ.setdefault(_name, str(max(1, (os.cpu_count() or 1) // _WORKERS)))
 
 import pytest  # noqa: E402
 
