@@ -20,9 +20,9 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell
 
-from autograder import sandbox
 from autograder.course import EXERCISES, REPO_ROOT, SOLUTIONS
 from conftest import run_autograder
+from processes import left_behind, processes
 from autograder.handins import solved, write
 
 ASSIGNMENT, NOTEBOOK = "04-attention", "attention"
@@ -409,20 +409,6 @@ def _sha256_tree(folder: Path) -> dict[str, str]:
     return hashes
 
 
-def _processes() -> list[dict]:
-    """Every process on the machine: its user id and command line (from /proc, no tools needed)."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        try:
-            uid = entry.stat().st_uid if entry.name.isdigit() else None
-            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
-        except OSError:
-            continue
-        if uid is not None:
-            found.append({"pid": int(entry.name), "uid": uid, "cmdline": cmdline})
-    return found
-
-
 class _Listener:
     """A TCP server on the grader's loopback: any connection from a kernel is a leak."""
 
@@ -456,8 +442,8 @@ def hostile_class(tmp_path_factory):
     result = run_autograder("grade", ASSIGNMENT, "--submissions", str(submissions), "--out", str(out),
                             "--timeout", str(CELL_TIMEOUT), "--notebook-timeout", str(NOTEBOOK_TIMEOUT),
                             "--memory-mb", "3072")
-    leftovers = [p for p in _processes() if p["cmdline"] == "sleep 987"]
-    sandboxed = [p for p in _processes() if sandbox.SANDBOX_UID <= p["uid"] < sandbox.SANDBOX_UID + 256]
+    leftovers = [p for p in processes() if p["cmdline"] == "sleep 987"]
+    sandboxed = left_behind()  # the other test worker's kernels, still running, are not counted
     listener.server.close()
     return {"out": out, "result": result, "before": before, "after": _sha256_tree(submissions),
             "repo_before": repo_before, "repo_after": _sha256_tree(REPO_ROOT / "nlpbook"),

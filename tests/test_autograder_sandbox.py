@@ -13,6 +13,7 @@ from autograder import sandbox
 from autograder.course import REPO_ROOT
 from autograder.execute import exposed_paths
 from conftest import run_autograder
+from processes import processes
 from autograder.handins import solved, write
 
 
@@ -43,15 +44,8 @@ def test_of_the_repository_only_its_package_and_import_path_are_exposed():
 
 
 def _kernels() -> set[int]:
-    """Processes working in a sandbox's folder: kernels, and whatever they started."""
-    found = set()
-    for entry in Path("/proc").iterdir():
-        try:
-            if entry.name.isdigit() and "/nlpbook-sandbox-" in os.readlink(entry / "cwd"):
-                found.add(int(entry.name))
-        except OSError:
-            continue
-    return found
+    """Processes left working in a sandbox's folder (kernels, and whatever they started) by a grader that ended."""
+    return {p["pid"] for p in processes() if p["orphaned"] and "/nlpbook-sandbox-" in p["cwd"]}
 
 
 @pytest.mark.parametrize("mode", ["userns", "none"])

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 from conftest import run_autograder
+from processes import left_behind
 from servers import dask_cluster, postgres_server
 from autograder.handins import solved, write
 
@@ -139,40 +140,6 @@ def test_a_changed_submission_is_the_only_one_graded_again(submissions, sequenti
     assert totals["no-scaling"] == "17"
 
 
-def _parent(pid: int) -> int:
-    """The parent of ``pid`` (0 once it has gone)."""
-    try:
-        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
-    except (OSError, IndexError, ValueError):
-        return 0
-
-
-def _orphaned_sandbox_processes() -> list[str]:
-    """Sandbox processes that nothing in this test session started any more: what a killed grader left behind.
-
-    Another test worker may be grading at the same moment; its kernels descend
-    from the session's main process and are not counted.
-    """
-    from autograder import sandbox
-
-    session = os.getppid() if os.environ.get("PYTEST_XDIST_WORKER") else os.getpid()
-    found = []
-    for entry in Path("/proc").iterdir():
-        try:
-            if not (entry.name.isdigit() and sandbox.SANDBOX_UID <= entry.stat().st_uid < sandbox.SANDBOX_UID + 256):
-                continue
-            command = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
-        except OSError:
-            continue
-        chain, pid = [], int(entry.name)
-        while pid > 1 and pid != session:
-            chain.append(pid)
-            pid = _parent(pid)
-        if pid != session:
-            found.append(f"{entry.name} ({command}; ancestors {chain})")
-    return found
-
-
 def test_a_killed_run_resumes_to_identical_grades(submissions, sequential, tmp_path):
     out = tmp_path / "out"
     command = [sys.executable, "-m", "autograder", "grade", ASSIGNMENT, "--submissions", str(submissions),
@@ -189,7 +156,7 @@ def test_a_killed_run_resumes_to_identical_grades(submissions, sequential, tmp_p
     assert not (out / "grades.csv").exists()  # nothing was published
     time.sleep(2)  # workers, zygote and kernels follow their parent
     if os.geteuid() == 0:
-        assert _orphaned_sandbox_processes() == []
+        assert left_behind() == []
     result = _grade(submissions, out)
     graded = int(re.search(r"(\d+) to grade, \d+ already graded", result.stderr)[1])
     assert graded <= 3, result.stderr
