@@ -63,6 +63,7 @@ from autograder import jobs, sandbox
 from autograder.course import (COURSE_ID, REPO_ROOT, SOLUTIONS, CourseError, create_gradebook, gradebook_url,
                                source_notebooks)
 from autograder.generate import IGNORED, run_generate_assignment
+from autograder.pool import thread_share
 
 log = logging.getLogger("autograder")
 
@@ -145,8 +146,7 @@ class GradingRun:
         each unless the instructor says otherwise."""
         if "OMP_NUM_THREADS" in os.environ:
             return {}
-        threads = str(max(1, (os.cpu_count() or 1) // max(1, self.workers)))
-        return {"OMP_NUM_THREADS": threads, "MKL_NUM_THREADS": threads}
+        return thread_share(self.workers)
 
     def settings(self) -> jobs.Settings:
         return jobs.Settings(mode=self.sandbox_mode, drop_user=self.drop_user, limits=self.limits,

@@ -14,10 +14,12 @@ from pathlib import Path
 # Under pytest-xdist each worker, and every kernel and grading it starts, gets its share of the
 # cores before anything imports PyTorch: processes of two threads each on two cores wait on each
 # other's threads at every operation (pages ran 7 to 14 times slower that way).
+from autograder.pool import thread_share  # noqa: E402 (imports no PyTorch, so the setting still takes)
+
 _WORKERS = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
 if _WORKERS > 1:
-    for _name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-        os.environ.setdefault(_name, str(max(1, (os.cpu_count() or 1) // _WORKERS)))
+    for _name, _value in thread_share(_WORKERS).items():
+        os.environ.setdefault(_name, _value)
 
 import pytest  # noqa: E402
 
@@ -118,15 +120,12 @@ def execute_pages(cache_folder: Path, workers: int) -> None:
     from jupyter_cache import get_cache
     from jupyter_cache.executors.basic import ExecutionWorkerLocalMProc, ProcessData
 
-    # Each kernel gets its share of the cores: two kernels of two threads each on two cores
-    # wait on each other's threads at every operation, and ran pages 7 to 14 times slower.
-    threads = str(max(1, (os.cpu_count() or 1) // workers))
     timeout = yaml.safe_load((REPO / "_config.yml").read_text())["execute"]["timeout"]
     cache = get_cache(str(cache_folder))
     records = [cache.add_nb_to_project(str(REPO / f"{name}.md"), read_data={"name": "myst_nb_md", "type": "plugin"})
                for name in notebook_pages()]
-    with ProcessPoolExecutor(workers, initializer=os.environ.update,
-                             initargs=({"OMP_NUM_THREADS": threads, "MKL_NUM_THREADS": threads},)) as pool:
+    # each kernel gets its share of the cores (autograder.pool.thread_share says why)
+    with ProcessPoolExecutor(workers, initializer=os.environ.update, initargs=(thread_share(workers),)) as pool:
         list(pool.map(ExecutionWorkerLocalMProc(), [ProcessData(r.pk, r.uri, cache, timeout, False) for r in records]))
 
 

@@ -1,0 +1,38 @@
+"""How grading processes side by side share the machine's cores."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from autograder.grade import GradingRun
+from autograder.pool import thread_share
+
+
+@pytest.mark.parametrize("processes", [1, 2, 3, 64])
+def test_each_process_gets_an_equal_share_of_the_cores_and_at_least_one_thread(monkeypatch, processes):
+    monkeypatch.setattr(os, "cpu_count", lambda: 16)
+    share = thread_share(processes)
+    assert set(share) == {"OMP_NUM_THREADS", "MKL_NUM_THREADS"}
+    assert len(set(share.values())) == 1
+    assert int(share["OMP_NUM_THREADS"]) == max(1, 16 // processes)
+
+
+def test_the_share_is_read_before_pytorch_so_it_takes():
+    # The test suite sets it from conftest before anything imports PyTorch; that only works
+    # if the module that computes it imports no PyTorch itself.
+    code = "import sys, autograder.pool; print('torch' in sys.modules)"
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True).stdout.strip() == "False"
+
+
+def test_kernels_of_a_grading_run_share_the_cores_unless_the_instructor_set_threads(monkeypatch, tmp_path):
+    monkeypatch.setattr(os, "cpu_count", lambda: 8)
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    run = GradingRun.__new__(GradingRun)
+    run.workers = 4
+    assert run.kernel_env == {"OMP_NUM_THREADS": "2", "MKL_NUM_THREADS": "2"}
+    monkeypatch.setenv("OMP_NUM_THREADS", "3")
+    assert run.kernel_env == {}
