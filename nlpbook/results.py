@@ -152,10 +152,16 @@ class Runs:
         return cls(data["runs"], data.get("digits", 3))
 
 
+RUNS_FORMATS = {"range": Runs.range_text, "seeds": Runs.seeds_text}  # besides the default, mean ± std
+
+
 def _cell_text(value: Any, spec: str | None) -> str:
     if isinstance(value, Runs):
-        text = str(value)
+        text = RUNS_FORMATS[spec](value) if spec in RUNS_FORMATS else str(value)
     elif isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool):
+        if spec in RUNS_FORMATS:
+            raise ValueError(f"the format {spec!r} is for a column of Runs, not for the number {value!r}: "
+                             "give that cell as text, written as the column's other numbers are")
         text = format(value, spec) if spec else format(value, "g")
     else:
         text = str(value)
@@ -168,7 +174,8 @@ class Table:
     JSON by a run on another machine.
 
     A cell is a :class:`Runs`, a number or text; ``formats`` gives a column's number format
-    (``{"weights": ","}``).  ``table.column("loss")`` and ``table.row("LSTM")`` give the objects back."""
+    (``{"weights": ","}``), or for a column of runs ``"range"`` (:meth:`Runs.range_text`) or
+    ``"seeds"`` (:meth:`Runs.seeds_text`) instead of the mean ± std.  ``table.column("loss")`` and ``table.row("LSTM")`` give the objects back."""
 
     def __init__(self, columns: Sequence[str], formats: dict[str, str] | None = None):
         if len(set(columns)) != len(columns) or not columns:

@@ -94,6 +94,17 @@ def test_a_table_renders_as_a_pipe_table_with_each_cell_written_as_the_book_writ
     ]
 
 
+def test_a_column_of_runs_can_show_the_range_or_the_seed_count_instead():
+    table = Table(["model", "accuracy", "loss"], {"accuracy": "range", "loss": "seeds"})
+    table.add("BERT", Runs([80.0, 82.0, 81.0], digits=1), Runs([2.5, 2.7]))
+    assert table._repr_markdown_().splitlines()[-1] == "| BERT | 81.0 (80.0 to 82.0) | 2.600 ± 0.141 over 2 seeds |"
+    table.add("chance", "50.0", "")  # text passes as it is
+    assert table._repr_markdown_().splitlines()[-1] == "| chance | 50.0 |  |"
+    table.add("chance", 50.0, "")
+    with pytest.raises(ValueError, match="for a column of Runs, not for the number 50.0"):
+        table._repr_markdown_()
+
+
 def test_a_table_gives_its_objects_back_and_survives_json():
     table = _table()
     assert table.column("loss (nats)")[0] == Runs([2.633, 2.641])
