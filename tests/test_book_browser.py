@@ -189,6 +189,13 @@ def test_page_has_captioned_figures_and_no_stray_outputs(shown, name):
         "main article .cell_output .text_plain",
         "outputs => outputs.map(o => o.innerText.trim()).filter(t => /^(['\"]).*\\1$/s.test(t))")
     assert not quoted, f"{name}: strings printed under cells: {quoted}"
+    # A glued figure reads as part of its sentence, at the sentence's weight (myst-nb's own style
+    # prints every one in bold; _static/book.css undoes that).
+    bold_glue = page.eval_on_selector_all(
+        "main article p span.pasted-text",
+        """spans => spans.filter(s => getComputedStyle(s).fontWeight !== getComputedStyle(s.parentElement).fontWeight)
+                         .map(s => s.innerText).slice(0, 5)""")
+    assert not bold_glue, f"{name}: glued values set apart from their sentence: {bold_glue}"
     text = _text_outside_code_and_maths(page)
     for what, pattern in STRAY_OUTPUTS.items():
         found = [text[max(m.start() - 60, 0):m.end() + 20] for m in pattern.finditer(text)]
