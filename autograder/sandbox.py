@@ -51,6 +51,7 @@ SPEC_FILE = "sandbox.json"
 MODES = ("root", "userns", "none")
 PRIVATE_DIRS = ("/tmp", "/var/tmp", "/dev/shm")
 SANDBOX_UID = 61000  # no account has it: every process with this id belongs to a sandbox
+SANDBOX_UIDS = range(SANDBOX_UID, SANDBOX_UID + 256)  # the ids claim_uid hands out, one per running kernel
 
 # The environment a kernel gets; nothing else of the grader's (tokens, database URLs) leaks in.
 PASSED_ENV = ("LANG", "LC_ALL", "LC_CTYPE", "NLPBOOK_PROFILE", "NLPBOOK_DEVICE", "NLPBOOK_PROGRESS",
@@ -175,7 +176,7 @@ def can_drop_user(uid: int, python: str = sys.executable) -> bool:
     return _works([python, "-I", "-c", "pass"], preexec_fn=lambda: (os.setgid(uid), os.setuid(uid)))
 
 
-def claim_uid(first: int = SANDBOX_UID, count: int = 256) -> int:
+def claim_uid(first: int = SANDBOX_UIDS.start, count: int = len(SANDBOX_UIDS)) -> int:
     """A sandbox user id that no other grading process on this machine holds, kept until this one ends.
 
     Kernels running side by side get different ids, so one kernel's process

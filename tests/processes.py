@@ -53,7 +53,7 @@ def processes() -> list[dict]:
 
 def sandboxed(process: dict) -> bool:
     """Whether the process runs under one of the sandbox's user ids."""
-    return sandbox.SANDBOX_UID <= process["uid"] < sandbox.SANDBOX_UID + 256
+    return process["uid"] in sandbox.SANDBOX_UIDS
 
 
 def left_behind() -> list[dict]:

@@ -89,7 +89,7 @@ def test_a_sandbox_that_cannot_start_a_kernel_is_a_clear_error(tmp_path):
 def test_a_sandbox_user_id_is_free_again_before_the_next_kernel_gets_it():
     # A fork bomb's children may still be dying when its kernel has ended; the next kernel
     # with the same user id must not start with its process limit already used up.
-    uid = sandbox.SANDBOX_UID + 255
+    uid = sandbox.SANDBOX_UIDS[-1]
     children = []
     for _ in range(20):
         pid = os.fork()
