@@ -316,6 +316,51 @@ def skipgram_cbow() -> Drawing:
     return d
 
 
+def fasttext_units() -> Drawing:
+    """fastText's input side: a word, its units (itself and its character n-grams), their rows
+    (the word's own row, the n-grams' hashed bucket rows), the sum, and skip-gram from there."""
+    d = Drawing(370, "fastText: a word as the sum of its units")
+    top = 30
+    for x, text in ((62, "the word"), (215, "its units"), (380, "one table of rows"),
+                    (540, "the sum"), (688, "context")):
+        d.label(x, top, text, size=SMALL, color=MUTED)
+    word = d.box(62, 185, 84, 32, "where", INPUT)
+    units = ["<where>", "<wh", "whe", "her", "ere", "re>", "<whe"]
+    unit_ys = [70 + 34 * i for i in range(len(units))]
+    boxes = []
+    for y, unit in zip(unit_ys, units):
+        boxes.append(d.box(215, y, 92, 26, unit, GRAY if unit == "<where>" else INPUT,
+                           size=SMALL))
+        d.line([word.right, (169, y)], MUTED, 1)
+    d.label(215, 70 + 34 * len(units) - 4, "… 14 n-grams of 3 to 6", size=SMALL, color=MUTED)
+    # the table: V rows of whole words, then K rows of hashed n-gram buckets
+    cell, x0 = 16, 340
+    word_rows, bucket_rows = 4, 12
+    word_row, bucket_hits = 1, [0, 2, 5, 6, 9, 11]
+    words_top, buckets_top = 56, 56 + word_rows * cell + 14
+    d.grid(x0, words_top, word_rows, 1, cell,
+           lambda r, c: tint(STATE, 0.4) if r == word_row else PANEL)
+    d.grid(x0, buckets_top, bucket_rows, 1, cell,
+           lambda r, c: tint(STATE, 0.4) if r in bucket_hits else PANEL)
+    d.label(x0 + cell + 8, words_top + cell / 2, "V words", size=SMALL, anchor="start")
+    d.label(x0 + cell / 2, buckets_top + bucket_rows * cell + 18,
+            "K buckets: row hash(g) mod K", size=SMALL)
+    targets = [words_top + (word_row + 0.5) * cell] + [buckets_top + (r + 0.5) * cell
+                                                        for r in bucket_hits]
+    for box, y in zip(boxes, targets):
+        d.arrow(box.right, (x0, y), color=MUTED, width=1.2)
+    total = d.op(540, 185, "+")
+    for y in targets:
+        d.line([(x0 + cell, y), (total.cx - 11, total.cy)], tint(STATE, 0.2), 1)
+    vector = d.box(540, 255, 56, 32, "v_w", STATE, italic=True)
+    d.arrow(total.bottom, vector.top)
+    d.label(540, 300, "v_w = Σ_g z_g", size=SMALL, italic=True)
+    for y, context in zip((110, 185, 260), ("did", "you", "go")):
+        target = d.box(688, y, 62, 30, context, OUTPUT)
+        d.arrow(vector.right, target.left)
+    d.label(688, 315, "u_c^T v_w", size=SMALL, italic=True)
+    return d
+
 
 # --- chapter 2 ------------------------------------------------------------------------------------
 
@@ -1041,6 +1086,7 @@ def bert_next_sentence() -> Drawing:
 
 DIAGRAMS = {
     "01-word-vectors/diagrams/skipgram-cbow.svg": skipgram_cbow,
+    "01-word-vectors/diagrams/fasttext-units.svg": fasttext_units,
     "02-rnns/diagrams/rnn-unrolled.svg": rnn_unrolled,
     "02-rnns/diagrams/bptt.svg": bptt,
     "02-rnns/diagrams/bidirectional-rnn.svg": bidirectional_rnn,
