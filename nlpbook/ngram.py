@@ -9,12 +9,16 @@ ever has probability 0:
 
 where ``h'`` drops the oldest token of ``h`` and ``N(h)`` counts the distinct tokens seen after
 ``h``.  Tokens are integer ids (characters or words).
+
+``ngram_codes_up_to``, ``count_of`` and ``context_counts`` count the n-grams of long texts with
+NumPy, for the page (book/02-rnns/n-grams) that writes the smoothing formulas out and scores them
+on every position of a held-out text at once.
 """
 from __future__ import annotations
 
 import math
 from collections import Counter
-from typing import Sequence
+from typing import Iterator, Sequence
 
 import numpy as np
 
@@ -85,3 +89,78 @@ class NGramModel:
 
     def perplexity(self, tokens: Sequence[int]) -> float:
         return math.exp(-self.log_likelihood(tokens) / len(tokens))
+
+
+# --- Counting n-grams of long texts, for measuring models written out on a page --------------
+
+def ngram_codes_up_to(texts: Sequence[Sequence[int]], max_n: int, vocab_size: int
+                      ) -> Iterator[tuple[int, list[np.ndarray]]]:
+    """For n = 1 .. ``max_n`` in turn, ``(n, codes)``: the n-grams of each text as integers.  For
+    each text of ids ``0 .. vocab_size - 1``, one int64 per n-gram (the gram starting at each
+    position, ``len(text) - n + 1`` of them), equal exactly when the n-grams are equal, in every
+    text alike.
+
+    Each code is ``history * vocab_size + last``: the gram's last id, and a number for its first
+    n - 1 ids (0 for n = 1) that the texts share too, so ``code // vocab_size`` names the history.
+    Histories are numbered by rank among all the (n - 1)-grams of all the texts, so the codes stay
+    small whatever n is (``vocab_size ** n`` overflows 64 bits for words at n = 5).  Each order is
+    built from the one before, so only one order's codes are held at a time."""
+    if max_n < 1:
+        raise ValueError(f"n must be at least 1, got {max_n}")
+    texts = [np.asarray(text, dtype=np.int64) for text in texts]
+    for text in texts:
+        if text.size and (text.min() < 0 or text.max() >= vocab_size):
+            raise ValueError(f"ids must lie in 0 .. {vocab_size - 1}, got {text.min()} .. {text.max()}")
+    codes = [text.copy() for text in texts]  # the 1-grams
+    yield 1, codes
+    for n in range(2, max_n + 1):
+        prefixes = [code[:-1] for code in codes]  # the (n - 1)-gram that starts each n-gram
+        _, ranks = np.unique(np.concatenate(prefixes), return_inverse=True)
+        ends = np.cumsum([len(prefix) for prefix in prefixes])[:-1]
+        codes = [rank.astype(np.int64) * vocab_size + text[n - 1:]
+                 for rank, text in zip(np.split(ranks.reshape(-1), ends), texts)]
+        yield n, codes
+
+
+def ngram_codes(texts: Sequence[Sequence[int]], n: int, vocab_size: int) -> list[np.ndarray]:
+    """The n-gram codes of ``ngram_codes_up_to`` for one order ``n``."""
+    for order, codes in ngram_codes_up_to(texts, n, vocab_size):
+        if order == n:
+            return codes
+    raise AssertionError("unreachable")
+
+
+def count_of(queries: np.ndarray, keys: np.ndarray) -> np.ndarray:
+    """How many times each of ``queries`` occurs among ``keys`` (0 for one that never does)."""
+    values, counts = np.unique(np.asarray(keys, dtype=np.int64), return_counts=True)
+    return _look_up(values, counts, np.asarray(queries, dtype=np.int64))
+
+
+def context_counts(train: np.ndarray, queries: Sequence[np.ndarray], vocab_size: int
+                   ) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """For each array of n-gram codes in ``queries`` (codes from ``ngram_codes_up_to``, as
+    ``train``), three int64 arrays shaped like it: how often each n-gram occurs in ``train``
+    (c(h, w)), how often its history occurs there followed by a token (c(h), the sum of
+    c(h, w') over w'), and how many distinct tokens follow its history there (N(h)).
+    One sort of ``train`` serves all three."""
+    grams, counts = np.unique(np.asarray(train, dtype=np.int64), return_counts=True)
+    histories = grams // vocab_size  # sorted too, since each code is history * V + last
+    starts = np.flatnonzero(np.r_[True, histories[1:] != histories[:-1]]) if grams.size \
+        else np.zeros(0, dtype=np.int64)
+    history_totals = np.add.reduceat(counts, starts) if grams.size else counts
+    history_types = np.diff(np.r_[starts, len(grams)])
+    found = []
+    for q in queries:
+        q = np.asarray(q, dtype=np.int64)
+        found.append((_look_up(grams, counts, q),
+                      _look_up(histories[starts], history_totals, q // vocab_size),
+                      _look_up(histories[starts], history_types, q // vocab_size)))
+    return found
+
+
+def _look_up(keys: np.ndarray, values: np.ndarray, queries: np.ndarray) -> np.ndarray:
+    """``values[i]`` where ``queries`` equals ``keys[i]`` (``keys`` sorted, distinct), else 0."""
+    if not keys.size:
+        return np.zeros(queries.shape, dtype=np.int64)
+    at = np.searchsorted(keys, queries).clip(max=len(keys) - 1)
+    return np.where(keys[at] == queries, values[at], 0).astype(np.int64)

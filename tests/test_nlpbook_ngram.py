@@ -69,3 +69,49 @@ def test_a_history_shorter_than_the_order_is_used_whole():
     for history in ([1, 2, 3], [3, 0, 0], [2]):
         for token in range(4):
             assert six.probability(history, token) == pytest.approx(four.probability(history, token))
+
+
+def test_ngram_codes_are_equal_exactly_for_equal_grams_across_texts():
+    import random
+    from collections import Counter
+
+    import numpy as np
+
+    from nlpbook.ngram import context_counts, ngram_codes, ngram_codes_up_to
+    rng = random.Random(0)
+    texts = [[rng.randrange(4) for _ in range(length)] for length in (500, 60, 3, 0)]
+    for n in (1, 2, 3, 6):
+        codes = ngram_codes(texts, n, vocab_size=4)
+        grams = [[tuple(text[i:i + n]) for i in range(len(text) - n + 1)] for text in texts]
+        assert [len(c) for c in codes] == [len(g) for g in grams]
+        by_code = {}
+        for code, gram in zip(np.concatenate(codes).tolist(), sum(grams, [])):
+            assert by_code.setdefault(code, gram) == gram  # one gram per code
+        assert len(by_code) == len(set(sum(grams, [])))   # and one code per gram
+        assert [c.tolist() for c in codes] == [c.tolist() for c in dict(ngram_codes_up_to(texts, 6, 4))[n]]
+        history = {gram[:-1]: code // 4 for code, gram in zip(np.concatenate(codes).tolist(), sum(grams, []))}
+        assert len(set(history.values())) == len(history)  # code // V names the history
+        # the counts of the second text's grams in the first, written the slow, obvious way
+        seen = Counter(grams[0])
+        [(c_hw, c_h, types)] = context_counts(codes[0], [codes[1]], vocab_size=4)
+        assert c_hw.tolist() == [seen[g] for g in grams[1]]
+        assert c_h.tolist() == [sum(v for k, v in seen.items() if k[:-1] == g[:-1]) for g in grams[1]]
+        assert types.tolist() == [sum(1 for k in seen if k[:-1] == g[:-1]) for g in grams[1]]
+
+
+def test_count_of_an_empty_key_set_and_bad_ids():
+    import numpy as np
+
+    from nlpbook.ngram import count_of, ngram_codes
+    assert count_of(np.array([1, 2]), np.array([], dtype=np.int64)).tolist() == [0, 0]
+    assert count_of(np.array([5, 1, 9]), np.array([1, 1, 5, 7])).tolist() == [1, 2, 0]
+    with pytest.raises(ValueError, match="0 .. 2, got 0 .. 3"):
+        ngram_codes([[0, 3]], 2, vocab_size=3)
+
+
+def test_context_counts_of_an_empty_training_text_are_zero():
+    import numpy as np
+
+    from nlpbook.ngram import context_counts
+    [(c_hw, c_h, types)] = context_counts(np.array([], dtype=np.int64), [np.array([5, 0])], 4)
+    assert c_hw.tolist() == c_h.tolist() == types.tolist() == [0, 0]
