@@ -364,6 +364,45 @@ def fasttext_units() -> Drawing:
 
 # --- chapter 2 ------------------------------------------------------------------------------------
 
+def ngram_window() -> Drawing:
+    """A 4-gram model of characters: the next character from the last three, by counting, and the
+    interpolated estimate falling back from the longest history to the uniform distribution."""
+    d = Drawing(330, "An n-gram model of characters")
+    text, cell, row_y = "and the lor", 44, 78
+    x0 = (WIDTH - len(text) * cell) / 2  # the row of characters, centred
+    d.label(WIDTH / 2, 28, "a 4-gram model: the next character from the last n − 1 = 3",
+            size=SMALL, color=MUTED)
+    xs = [x0 + i * cell for i in range(len(text) + 1)]
+    for i, (x, char) in enumerate(zip(xs, text)):
+        shown = "␣" if char == " " else char
+        if i >= len(text) - 3:
+            d.box(x, row_y, 38, 34, shown, INPUT)
+        else:
+            d.box(x, row_y, 38, 34, shown, GRAY, fill=PANEL, dash="4 3", text_color=MUTED)
+    target = d.box(xs[-1], row_y, 38, 34, "d", OUTPUT)
+    d.label((xs[0] + xs[len(text) - 4]) / 2, row_y + 36, "outside the window: never read",
+            size=SMALL, color=MUTED)
+    d.label(xs[len(text) - 2], row_y + 36, "history h", size=SMALL)
+    d.label(target.cx, row_y + 36, "next w", size=SMALL)
+    # the counts, then the chain of interpolated estimates
+    chain_y = 245
+    names = [("p_4(d | lor)", "c(lor d) / c(lor)"), ("p_3(d | or)", "c(or d) / c(or)"),
+             ("p_2(d | r)", "c(r d) / c(r)"), ("p_1(d)", "c(d) / N"), ("p_0 = 1/V", "uniform")]
+    chain_xs = [96 + i * 142 for i in range(len(names))]
+    boxes = []
+    for x, (name, count) in zip(chain_xs, names):
+        boxes.append(d.box(x, chain_y, 124, 34, name, STATE if name != "p_0 = 1/V" else GRAY,
+                           italic=True, size=SMALL))
+        d.label(x, chain_y - 34, count, size=SMALL, italic=True, color=MUTED)
+    for higher, lower in zip(boxes, boxes[1:]):
+        d.arrow(lower.left, higher.right)
+    d.label(WIDTH / 2, 170, "the counts of every ending of the history, the longest first",
+            size=SMALL)
+    d.label(WIDTH / 2, 296, "each order mixes its own count ratio with the estimate of the order "
+            "below", size=SMALL, color=MUTED)
+    return d
+
+
 def rnn_unrolled() -> Drawing:
     """The Elman RNN folded (one step and its loop) and unrolled over T steps with the same U, W, V."""
     d = Drawing(320, "The RNN, folded and unrolled")
@@ -1091,6 +1130,7 @@ DIAGRAMS = {
     "02-rnns/diagrams/bptt.svg": bptt,
     "02-rnns/diagrams/bidirectional-rnn.svg": bidirectional_rnn,
     "02-rnns/diagrams/stacked-rnn.svg": stacked_rnn,
+    "02-rnns/diagrams/ngram-window.svg": ngram_window,
     "03-lstms/diagrams/lstm-cell.svg": lstm_cell,
     "03-lstms/diagrams/gru-cell.svg": gru_cell,
     "03-lstms/diagrams/seq2seq.svg": seq2seq,
