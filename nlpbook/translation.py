@@ -218,6 +218,18 @@ def bleu(hypotheses: list, pairs: list[Pair]) -> tuple[float, float]:
     return score, sum(h == r for h, r in zip(joined, references)) / len(pairs)
 
 
+def chrf(hypotheses: list, pairs: list[Pair]) -> float:
+    """Corpus chrF (Popovic, 2015) of token-list ``hypotheses`` against the pairs' targets, as
+    sacrebleu's ``CHRF`` computes it by default: character n-grams of 1 to 6 characters with the
+    spaces removed (so how the words were cut into tokens does not matter), clipped match counts
+    summed over the corpus, precision and recall averaged over the orders, and their F-score with
+    recall weighted by beta = 2."""
+    import sacrebleu
+
+    references = [" ".join(p.target) for p in pairs]
+    return sacrebleu.corpus_chrf([" ".join(h) for h in hypotheses], [references]).score
+
+
 def sentence_bleu(hypothesis: list[str], pair: Pair) -> float:
     """BLEU of one hypothesis against its pair's target (smoothed, as sacrebleu does for a sentence)."""
     import sacrebleu

@@ -5,8 +5,8 @@ import tarfile
 import pytest
 import sacrebleu
 
-from nlpbook.translation import (EOS, Pair, bleu, build_vocabularies, multi30k, number_pairs, number_phrase,
-                                 tokenize_phrase, until_eos)
+from nlpbook.translation import (EOS, Pair, bleu, build_vocabularies, chrf, multi30k, number_pairs,
+                                 number_phrase, tokenize_phrase, until_eos)
 from servers import file_server
 
 
@@ -80,6 +80,22 @@ def test_until_eos_and_bleu():
     assert exact == 0.5
     assert score == sacrebleu.corpus_bleu([" ".join(h) for h in wrong], [[" ".join(p.target) for p in pairs]],
                                           tokenize="none").score
+
+
+def test_chrf_is_sacrebleus_chrf_and_ignores_how_words_are_cut():
+    splits = number_pairs("fr", size=60, seed=3)
+    pairs = splits.train[:20]
+    assert chrf([p.target for p in pairs], pairs) == pytest.approx(100.0)
+    wrong = [p.target[:-1] if i % 2 else p.target[1:] for i, p in enumerate(pairs)]
+    expected = sacrebleu.metrics.CHRF().corpus_score([" ".join(h) for h in wrong],
+                                                     [[" ".join(p.target) for p in pairs]]).score
+    assert chrf(wrong, pairs) == expected
+    assert 0 < expected < 100
+    # spaces are removed before counting, so the same characters cut otherwise score the same
+    glued = [("".join(h),) for h in wrong]
+    assert chrf(glued, pairs) == pytest.approx(expected)
+    # and BLEU on the same glued words does not
+    assert bleu(glued, pairs)[0] < bleu(wrong, pairs)[0]
 
 
 def test_bible_translation_cuts_each_side_with_its_own_bpe_and_keeps_the_words():
