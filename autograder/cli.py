@@ -40,13 +40,24 @@ def _parser() -> argparse.ArgumentParser:
     check.add_argument("--timeout", type=int, default=30, metavar="SECONDS", help="time limit per cell (default 30)")
 
     grade = commands.add_parser("grade", help="grade every DIR/STUDENT_ID/ASSIGNMENT/*.ipynb with nbgrader")
-    grade.add_argument("assignment", metavar="ASSIGNMENT", help="assignment id: a folder name in solutions/, such as 04-attention or ps1")
-    grade.add_argument("--submissions", required=True, type=Path, metavar="DIR",
-                       help="folder with one sub-folder per student: DIR/STUDENT_ID/ASSIGNMENT/*.ipynb")
-    grade.add_argument("--out", required=True, type=Path, metavar="DIR",
-                       help="where the gradebook, grades.csv, parts.csv, feedback/ and grading.log go")
-    grade.add_argument("--timeout", type=int, default=60, metavar="SECONDS",
-                       help="time limit for one notebook cell (default 60)")
+    grade.add_argument("assignment", metavar="ASSIGNMENT",
+                       help="assignment id: a folder name in solutions/ (such as 04-attention), or in the "
+                            "source folder of --course (such as ps1)")
+    grade.add_argument("--course", type=Path, metavar="DIR",
+                       help="grade an nbgrader course where it lives: its source/ASSIGNMENT/ notebooks and its "
+                            "nbgrader_config.py (source and submitted folders, cell timeout); the "
+                            "submissions default to its submitted/ folder, the results to DIR/graded/ASSIGNMENT")
+    grade.add_argument("--submissions", type=Path, metavar="DIR",
+                       help="folder with one sub-folder per student: DIR/STUDENT_ID/ASSIGNMENT/*.ipynb "
+                            "(required without --course)")
+    grade.add_argument("--out", type=Path, metavar="DIR",
+                       help="where the gradebook, grades.csv, parts.csv, feedback/ and grading.log go "
+                            "(required without --course)")
+    grade.add_argument("--strict", action="store_true",
+                       help="refuse an assignment whose test cells fail on its own source notebook "
+                            "(by default they are graded by nbgrader's rules, with a warning naming them)")
+    grade.add_argument("--timeout", type=int, default=None, metavar="SECONDS",
+                       help="time limit for one notebook cell (default: the course's Execute.timeout, else 60)")
     grade.add_argument("--notebook-timeout", type=int, default=600, metavar="SECONDS",
                        help="time limit for one whole notebook (default 600)")
     grade.add_argument("--memory-mb", type=int, default=4096, metavar="MiB",
@@ -137,18 +148,30 @@ def main(argv: list[str] | None = None) -> int:
             print(format_report(args.assignment, reports))
             return 0
 
+        from autograder.course import Course
         from autograder.grade import grade
 
+        course = Course.at(args.course) if args.course is not None else Course.repository()
+        if args.course is None and (args.submissions is None or args.out is None):
+            raise CourseError("grade: give --submissions DIR and --out DIR (or --course DIR, whose submitted/ "
+                              "folder and DIR/graded/ASSIGNMENT are then the defaults)")
+        submissions = args.submissions or course.submitted
+        args.out = args.out or course.root / "graded" / args.assignment
+        timeout = args.timeout or course.cell_timeout or 60
         args.out.mkdir(parents=True, exist_ok=True)
         _log_to(logging.DEBUG if args.verbose else logging.INFO, args.out / "grading.log")
-        log.info("=== grading %s: submissions %s, out %s, started %s", args.assignment, args.submissions,
-                 args.out, time.strftime("%Y-%m-%d %H:%M:%S"))
+        log.info("=== grading %s%s: submissions %s, out %s, started %s", args.assignment,
+                 f" of the course {course.root}" if args.course is not None else "", submissions, args.out,
+                 time.strftime("%Y-%m-%d %H:%M:%S"))
+        for setting in course.unfollowed:
+            log.warning("%s/nbgrader_config.py sets %s, which this grader does not follow (it grades with "
+                        "its own settings for it)", course.root, setting)
         from autograder.sandbox import Limits
 
         limits = Limits(memory_mb=args.memory_mb, cpu_seconds=args.notebook_timeout + 60)
         if args.workers is not None and args.workers < 1:
             raise CourseError(f"--workers {args.workers}: give at least 1")
-        run = grade(args.assignment, args.submissions, args.out, timeout=args.timeout,
+        run = grade(args.assignment, submissions, args.out, timeout=timeout, course=course, strict=args.strict,
                     notebook_timeout=args.notebook_timeout, replace=args.replace, regrade=args.regrade,
                     sandbox_mode=args.sandbox, limits=limits, workers=args.workers, scheduler=args.scheduler,
                     db=args.db, feedback=args.feedback, duedate=args.duedate)

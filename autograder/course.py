@@ -8,6 +8,7 @@ grader's ``--out``) so that nothing it writes lands in the repository.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from pathlib import Path
 
 from traitlets.config import Config
@@ -28,27 +29,125 @@ class CourseError(Exception):
     """A problem with the instructor's input: it names the file and what is wrong."""
 
 
+# nbgrader settings that change how a class is graded. A course's nbgrader_config.py that sets one
+# this grader does not follow is told so when it is graded (Course.unfollowed).
+FOLLOWED = {("CourseDirectory", "source_directory"), ("CourseDirectory", "submitted_directory"),
+            ("Execute", "timeout"), ("ExecutePreprocessor", "timeout")}
+GRADING_SECTIONS = ("ClearHiddenTests", "Execute", "ExecutePreprocessor", "Autograde", "AssignLatePenalties",
+                    "LateSubmissionPlugin", "LimitOutput", "OverwriteCells", "SaveAutoGrades", "IgnorePattern",
+                    "CourseDirectory")
+
+
+@dataclass(frozen=True)
+class Course:
+    """An nbgrader course where it lives: ``ROOT/SOURCE/ASSIGNMENT/*.ipynb`` are the instructor's
+    notebooks (solutions and hidden tests), ``ROOT/SUBMITTED/STUDENT/ASSIGNMENT/`` the hand-ins.
+
+    This repository is one such course (:meth:`repository`: its sources are ``solutions/``);
+    :meth:`at` reads any other from its folder and its ``nbgrader_config.py``.
+    """
+
+    root: Path
+    source_directory: str = "source"
+    submitted_directory: str = "submitted"
+    cell_timeout: int | None = None  # the course's own Execute.timeout, if it sets one
+    unfollowed: tuple[str, ...] = ()  # grading settings of its nbgrader_config.py this grader does not follow
+
+    @classmethod
+    def repository(cls) -> "Course":
+        return cls(REPO_ROOT, source_directory="solutions")
+
+    @classmethod
+    def at(cls, folder: Path) -> "Course":
+        """The course in ``folder``, with the settings of its ``nbgrader_config.py`` if it has one."""
+        folder = Path(folder).absolute()
+        if not folder.is_dir():
+            raise CourseError(f"--course {folder}: no such folder")
+        config = _course_config(folder / "nbgrader_config.py")
+        directory = config.get("CourseDirectory", {})
+        timeout = config.get("Execute", {}).get("timeout", config.get("ExecutePreprocessor", {}).get("timeout"))
+        unfollowed = sorted(f"{section}.{key}" for section in GRADING_SECTIONS for key in config.get(section, {})
+                            if (section, key) not in FOLLOWED and section != "CourseDirectory"
+                            or section == "CourseDirectory" and key in ("ignore", "include", "max_file_size"))
+        for name, value in (("source_directory", directory.get("source_directory", "source")),
+                            ("submitted_directory", directory.get("submitted_directory", "submitted"))):
+            if not isinstance(value, str) or not ASSIGNMENT_PATTERN.match(value):
+                raise CourseError(f"{folder / 'nbgrader_config.py'}: CourseDirectory.{name} = {value!r} is not "
+                                  "a folder name inside the course")
+        if timeout is not None and (not isinstance(timeout, int) or timeout < 1):
+            raise CourseError(f"{folder / 'nbgrader_config.py'}: Execute.timeout = {timeout!r} is not a number "
+                              "of seconds")
+        return cls(folder, directory.get("source_directory", "source"),
+                   directory.get("submitted_directory", "submitted"), timeout, tuple(unfollowed))
+
+    @property
+    def sources(self) -> Path:
+        return self.root / self.source_directory
+
+    @property
+    def submitted(self) -> Path:
+        return self.root / self.submitted_directory
+
+    @property
+    def private(self) -> list[Path]:
+        """What student kernels must never see: the sources (solutions and hidden tests), the
+        hand-ins, and what nbgrader itself wrote there (graded notebooks with their hidden tests,
+        feedback, the gradebook). Not the whole folder: it may hold the Python the kernels run."""
+        if self.root == REPO_ROOT:
+            return [self.sources]
+        return [self.sources, self.submitted, *(self.root / name for name in ("autograded", "feedback",
+                                                                               "gradebook.db"))]
+
+    def assignments(self) -> list[str]:
+        """Every assignment id that has source notebooks."""
+        if not self.sources.is_dir():
+            return []
+        return sorted(path.name for path in self.sources.iterdir()
+                      if path.is_dir() and ASSIGNMENT_PATTERN.match(path.name) and any(path.glob("*.ipynb")))
+
+    def folder(self, assignment: str) -> Path:
+        """The source folder of ``assignment``; a clear error when it holds no notebooks."""
+        self.source_notebooks(assignment)
+        return self.sources / assignment
+
+    def source_notebooks(self, assignment: str) -> list[Path]:
+        """The nbgrader source notebooks of ``assignment``; a clear error when there are none."""
+        if not ASSIGNMENT_PATTERN.match(assignment):
+            raise CourseError(
+                f"{assignment!r} is not an assignment id: expected the name of a folder in {self.sources}, such "
+                "as 04-attention or ps1 (one folder name, no '+', not starting with '.')"
+            )
+        folder = self.sources / assignment
+        notebooks = sorted(folder.glob("*.ipynb"))
+        if not notebooks:
+            known = ", ".join(self.assignments()) or "none"
+            raise CourseError(f"{folder} holds no source notebooks (known assignments: {known})")
+        return notebooks
+
+
+def _course_config(path: Path) -> dict:
+    """The settings of a course's ``nbgrader_config.py`` (run as nbgrader runs it), or ``{}``."""
+    if not path.is_file():
+        return {}
+    from traitlets.config.loader import ConfigFileNotFound, PyFileConfigLoader
+
+    try:
+        return PyFileConfigLoader(path.name, path=str(path.parent)).load_config()
+    except ConfigFileNotFound:
+        return {}
+    except Exception as error:  # noqa: BLE001 - the instructor's file: say which and why
+        raise CourseError(f"{path}: could not be read as nbgrader reads it ({type(error).__name__}: "
+                          f"{error})") from None
+
+
 def assignments() -> list[str]:
-    """Every assignment id that has source notebooks in ``solutions/``."""
-    return sorted(
-        path.name for path in SOLUTIONS.iterdir()
-        if path.is_dir() and ASSIGNMENT_PATTERN.match(path.name) and any(path.glob("*.ipynb"))
-    )
+    """Every assignment of this repository's own course."""
+    return Course.repository().assignments()
 
 
 def source_notebooks(assignment: str) -> list[Path]:
-    """The nbgrader source notebooks of ``assignment``; a clear error when there are none."""
-    if not ASSIGNMENT_PATTERN.match(assignment):
-        raise CourseError(
-            f"{assignment!r} is not an assignment id: expected the name of a folder in {SOLUTIONS}, such as "
-            "04-attention or ps1 (one folder name, no '+', not starting with '.')"
-        )
-    folder = SOLUTIONS / assignment
-    notebooks = sorted(folder.glob("*.ipynb"))
-    if not notebooks:
-        known = ", ".join(assignments()) or "none"
-        raise CourseError(f"{folder} holds no source notebooks (known assignments: {known})")
-    return notebooks
+    """The source notebooks of an assignment of this repository's own course."""
+    return Course.repository().source_notebooks(assignment)
 
 
 def gradebook_url(root: Path) -> str:

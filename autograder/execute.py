@@ -209,9 +209,12 @@ class SandboxSession:
 
     mode: str
     role: str  # "student" or "reference": how nlpbook.checks records
-    files: list[Path]
     hide: list[Path]
-    shipped: dict[Path, Path] = field(default_factory=dict)  # relative name -> the assignment's own file
+    # relative name -> the assignment's own file. Only these reach the kernel's folder: never a
+    # notebook, which the kernel receives cell by cell over its sockets. The notebook nbgrader
+    # grades holds the hidden tests once they are restored, and a file the kernel can read is
+    # one its code can copy into its output.
+    shipped: dict[Path, Path] = field(default_factory=dict)
     drop_user: bool = True
     limits: sandbox.Limits = field(default_factory=sandbox.Limits)
     uid: int = sandbox.SANDBOX_UID
@@ -225,8 +228,6 @@ class SandboxSession:
         ipc, files = self.root / "ipc", self.root / "files"
         for folder in (ipc, files, self.root / "work"):
             folder.mkdir()
-        for path in self.files:
-            shutil.copyfile(path, files / path.name)
         for relative, path in self.shipped.items():
             (files / relative).parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(path, files / relative)
@@ -235,7 +236,7 @@ class SandboxSession:
         ipc.chmod(0o711)  # kernels reach their own folder in it, and list nothing
         env = {**sandbox.kernel_environment(), **self.env, GRADING_ENV: self.role}
         sandbox.SandboxSpec(mode=self.mode, uid=self.uid, drop_user=self.drop_user,
-                            hide=[str(p) for p in self.hide], expose=[str(p) for p in exposed_paths()],
+                            hide=[str(p) for p in self.hide], expose=[str(p) for p in exposed_paths(self.hide)],
                             limits=self.limits, env=env, zygote=self.zygote).write(self.root)
         config = Config()
         config.KernelManager.transport = "ipc"
@@ -256,18 +257,23 @@ class SandboxSession:
         shutil.rmtree(self.root, ignore_errors=True)
 
 
-def exposed_paths() -> list[Path]:
+# The folder that holds the grader's packages: this repository (or site-packages, when installed).
+GRADER_HOME = Path(__file__).resolve().parent.parent
+
+
+def exposed_paths(hidden: list[Path] = ()) -> list[Path]:
     """What the kernel must read: the Python installation, the import path and the ``nlpbook`` package.
 
     Nothing else of the repository: a virtual environment inside it comes with the
     installation, the package by itself, and solutions, tests and every other file of the
     instructor's stay out of the kernel's file system (:func:`autograder.sandbox.build_file_system`).
+    A folder on the import path inside a ``hidden`` one (a course graded where it lives, run
+    from its own folder) is left out as well.
     """
     import importlib.util
 
-    from autograder.course import REPO_ROOT
-
-    repo = REPO_ROOT.resolve()
+    repo = GRADER_HOME
+    hidden = [Path(p).resolve() for p in hidden]
     package = Path(next(iter(importlib.util.find_spec("nlpbook").submodule_search_locations))).resolve()
     prefixes = {Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve()}
     candidates = {*prefixes, package, Path(sys.executable).resolve().parent.parent}
@@ -276,6 +282,7 @@ def exposed_paths() -> list[Path]:
         # Folders of the repository on the path (tests/ under pytest) are the instructor's, not Python's.
         if path is not None and (repo not in path.parents or any(p in path.parents for p in prefixes)):
             candidates.add(path)
-    # The repository itself, or a folder around it, would bring all of it.
-    candidates = sorted(p for p in candidates if p != repo and p not in repo.parents)
+    # The repository itself, or a folder around it, would bring all of it; so would a hidden folder.
+    candidates = sorted(p for p in candidates if p != repo and p not in repo.parents
+                        and not any(p == h or h in p.parents or p in h.parents for h in hidden))
     return [p for p in candidates if not any(other in p.parents for other in candidates)]

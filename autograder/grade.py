@@ -60,8 +60,7 @@ from pathlib import Path
 from typing import Callable
 
 from autograder import jobs, sandbox
-from autograder.course import (COURSE_ID, REPO_ROOT, SOLUTIONS, CourseError, create_gradebook, gradebook_url,
-                               source_notebooks)
+from autograder.course import COURSE_ID, REPO_ROOT, Course, CourseError, create_gradebook, gradebook_url
 from autograder.generate import IGNORED, run_generate_assignment
 from autograder.pool import thread_share
 
@@ -70,7 +69,7 @@ log = logging.getLogger("autograder")
 # nbgrader puts student ids in paths and in the gradebook: keep them boring.
 STUDENT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@+-]{0,99}$")
 TIMESTAMP = "timestamp.txt"
-PUBLISHED = ("course", "feedback", "grades.csv", "parts.csv", "lms.csv")
+PUBLISHED = ("course", "feedback", "grades.csv", "parts.csv", "lms.csv", "report.html")
 
 
 @dataclass
@@ -105,6 +104,7 @@ class GradingRun:
     assignment: str
     submissions_dir: Path
     out: Path
+    origin: Course = field(default_factory=Course.repository)  # the course the assignment comes from
     timeout: int = 60
     notebook_timeout: int = 600
     replace: bool = False
@@ -126,6 +126,8 @@ class GradingRun:
     lock: object = None
     course_key: str = ""
     duedate: str | None = None  # nbgrader's due date ("2026-03-01 17:00:00 Europe/Paris"); late is measured from it
+    strict: bool = False  # refuse an assignment whose tests fail on its own solution
+    failing_on_solution: dict[str, list[str]] = field(default_factory=dict)  # notebook -> failing test cells
 
     @property
     def course(self) -> Path:
@@ -151,7 +153,8 @@ class GradingRun:
     def settings(self) -> jobs.Settings:
         return jobs.Settings(mode=self.sandbox_mode, drop_user=self.drop_user, limits=self.limits,
                              timeout=self.timeout, notebook_timeout=self.notebook_timeout, feedback=self.feedback,
-                             hide=[str(self.submissions_dir.resolve()), str(self.out.resolve())], env=self.kernel_env,
+                             hide=[str(p.resolve()) for p in (self.submissions_dir, self.out, *self.origin.private)],
+                             env=self.kernel_env,
                              zygote=self.zygote.path if self.zygote else "")
 
     def handed_in(self) -> list[Submission]:
@@ -162,7 +165,7 @@ class GradingRun:
 
 def check_inputs(run: GradingRun) -> None:
     """The assignment and the submissions exist, no other run uses ``--out``, and no manual grade would be lost."""
-    run.expected_notebooks = [path.stem for path in source_notebooks(run.assignment)]
+    run.expected_notebooks = [path.stem for path in run.origin.source_notebooks(run.assignment)]
     if not run.submissions_dir.is_dir():
         raise CourseError(f"--submissions {run.submissions_dir}: no such folder")
     submissions, out = run.submissions_dir.resolve(), run.out.resolve()
@@ -315,7 +318,7 @@ def prepare_course(run: GradingRun) -> None:
     """A fresh nbgrader course directory in a staging folder inside ``--out``."""
     run.staging = run.out / f".staging-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
     run.staging.mkdir()
-    shutil.copytree(SOLUTIONS / run.assignment, run.course / "source" / run.assignment, ignore=IGNORED)
+    shutil.copytree(run.origin.folder(run.assignment), run.course / "source" / run.assignment, ignore=IGNORED)
     _write_course_config(run.course, run.timeout, run.notebook_timeout, run.db)
     run.course_key = _digest([run.assignment, *_flat(_files(run.course / "source")), *_flat(_code()),
                               *_kernel_environment()])
@@ -512,15 +515,32 @@ def record_reference(run: GradingRun) -> None:
             raise CourseError(f"{result.message}{hint}")
         saved = _keep(run, what, {k.split("/", 1)[1]: v for k, v in result.files.items()})
     shutil.copytree(saved, run.course / "reference")
-    for path in sorted(saved.glob("*.json")):
+    for path in sorted(saved.glob(f"*{jobs.FAILING_SUFFIX}")):
+        notebook = path.name.removesuffix(jobs.FAILING_SUFFIX)
+        run.failing_on_solution[notebook] = json.loads(path.read_text(encoding="utf-8"))
+    _report_failing_on_solution(run)
+    for path in sorted(p for p in saved.glob("*.json") if not p.name.endswith(jobs.FAILING_SUFFIX)):
         records = json.loads(path.read_text(encoding="utf-8"))
         log.info("reference: %s.ipynb, %d test cells, %d checks", path.stem, len(records),
-                 sum(len(r) for r in records.values()))
-        plain = [grade_id for grade_id, checks in records.items() if not checks]
+                 sum(len(r) for r in records.values() if isinstance(r, list)))
+        plain = [grade_id for grade_id, checks in records.items() if checks == []]
         if plain:
             log.warning("WEAKER GRADING in %s.ipynb: %d test cell(s) make no checks through nlpbook.checks and are "
                         "graded by nbgrader's own rules (an error means 0, a number is partial credit), which trust "
                         "the student's kernel to report its errors: %s", path.stem, len(plain), ", ".join(plain))
+
+
+def _report_failing_on_solution(run: GradingRun) -> None:
+    """Test cells that fail on the instructor's own solution: graded as nbgrader grades them (an error
+    means 0), said loudly here and again at the end; with ``--strict``, the grading stops instead."""
+    for notebook, cells in run.failing_on_solution.items():
+        message = (f"INSTRUCTOR TESTS FAIL ON THE SOLUTION in {run.assignment}/{notebook}.ipynb: {len(cells)} test "
+                   f"cell(s) fail when the source notebook itself runs: {'; '.join(cells)}")
+        if run.strict:
+            raise CourseError(f"{message}. --strict: nothing was graded; fix the tests or the solution")
+        log.warning("%s. They are graded by nbgrader's own rules (an error means 0 points), as plain nbgrader "
+                    "would grade them; a student who passes them may have a different answer from yours. "
+                    "Pass --strict to refuse such an assignment.", message)
 
 
 def collect_submissions(run: GradingRun) -> None:
@@ -698,6 +718,16 @@ def export_grades(run: GradingRun) -> None:
             writer.writerow([submission.student, f"{submission.score:g}"])
 
 
+def write_report(run: GradingRun) -> None:
+    """``report.html``: the class's scores by part, the checks that failed most, time per notebook,
+    and the submissions flagged for review (:mod:`autograder.report`)."""
+    from autograder.report import write_report as write
+
+    warnings = [f"Test cells that fail on your own solution in {notebook}.ipynb, graded by nbgrader's rules: "
+                + "; ".join(cells) for notebook, cells in run.failing_on_solution.items()]
+    write(run.staging, run.assignment, run.course, run.submissions, warnings)
+
+
 def publish_database(run: GradingRun) -> None:
     """With ``--db``: copy the whole gradebook into that database in one transaction (nothing half-written)."""
     if not run.db:
@@ -770,9 +800,13 @@ def summarize(run: GradingRun) -> None:
              counts["graded"], counts["failed"], counts["missing"], run.out)
     slowest = sorted(run.handed_in(), key=lambda s: -s.seconds)[:5]
     log.info("slowest: %s", ", ".join(f"{s.student} {s.seconds:.1f} s" for s in slowest) or "none")
+    log.info("class report: %s", run.out / "report.html")
     for submission in run.submissions:
         if submission.needs_review:
             log.warning("NEEDS REVIEW %s: %s", submission.student, "; ".join(submission.problems))
+    for notebook, cells in run.failing_on_solution.items():
+        log.warning("INSTRUCTOR TESTS FAIL ON THE SOLUTION in %s.ipynb, graded by nbgrader's own rules: %s",
+                    notebook, "; ".join(cells))
 
 
 STEPS: list[Callable[[GradingRun], None]] = [
@@ -790,6 +824,7 @@ STEPS: list[Callable[[GradingRun], None]] = [
     read_scores,
     copy_feedback,
     export_grades,
+    write_report,
     check_submissions_unchanged,
     publish_database,
     publish,
@@ -800,9 +835,16 @@ STEPS: list[Callable[[GradingRun], None]] = [
 def grade(assignment: str, submissions: Path, out: Path, *, timeout: int = 60, notebook_timeout: int = 600,
           replace: bool = False, regrade: bool = False, sandbox_mode: str = "auto", limits: sandbox.Limits | None = None,
           workers: int | None = None, scheduler: str | None = None, db: str | None = None,
-          progress: bool = True, feedback: bool = True, duedate: str | None = None) -> GradingRun:
-    """Run :data:`STEPS` in order; on any error the staging folder is removed and nothing is published."""
-    run = GradingRun(assignment=assignment, submissions_dir=Path(submissions), out=Path(out),
+          progress: bool = True, feedback: bool = True, duedate: str | None = None, course: Course | None = None,
+          strict: bool = False) -> GradingRun:
+    """Run :data:`STEPS` in order; on any error the staging folder is removed and nothing is published.
+
+    ``course`` is where the assignment's source notebooks live (default: this repository's
+    ``solutions/``); ``strict`` refuses an assignment whose tests fail on its own solution.
+    """
+    # Absolute paths: nbgrader and the kernels run in other folders.
+    run = GradingRun(assignment=assignment, submissions_dir=Path(submissions).absolute(), out=Path(out).absolute(),
+                     origin=course or Course.repository(), strict=strict,
                      timeout=timeout, notebook_timeout=notebook_timeout, replace=replace, regrade=regrade,
                      sandbox_mode=sandbox_mode, limits=limits or sandbox.Limits(cpu_seconds=notebook_timeout + 60),
                      workers=workers or os.cpu_count() or 1, scheduler=scheduler, db=db, progress=progress,

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from autograder import sandbox
-from autograder.course import COURSE_ID, SOLUTIONS, gradebook_url, nbgrader_config
+from autograder.course import COURSE_ID, gradebook_url, nbgrader_config
 
 # Starts the line of a job's log that quotes a dead kernel's own console (autograder.grade reports it).
 KERNEL_CONSOLE = "Kernel console, last lines:"
@@ -144,19 +144,23 @@ def _config(job: Job, root: Path):
     return nbgrader_config(root, timeout=job.settings.timeout, notebook_timeout=job.settings.notebook_timeout)
 
 
-def _session(job: Job, root: Path, role: str, files: list[Path]):
+def _session(job: Job, root: Path, role: str):
     from autograder.execute import SandboxSession
 
     settings = job.settings
-    hide = [*settings.hide, str(SOLUTIONS.resolve()), str(root.resolve()), str(_jupyter_runtime_dir())]
+    # settings.hide holds the course's sources (solutions, hidden tests), the hand-ins and the output.
+    hide = [*settings.hide, str(root.resolve()), str(_jupyter_runtime_dir())]
     # Files shipped with the assignment (data, images, modules) sit beside the notebook, as nbgrader
     # puts them: the instructor's copies, which win over a student's file of the same name.
     source = root / "source" / job.course.assignment
     shipped = {path.relative_to(source): path for path in sorted(source.rglob("*"))
                if path.is_file() and path.suffix != ".ipynb"}
-    return SandboxSession(mode=settings.mode, role=role, files=files, shipped=shipped, hide=[Path(p) for p in hide],
+    return SandboxSession(mode=settings.mode, role=role, shipped=shipped, hide=[Path(p) for p in hide],
                           drop_user=settings.drop_user, limits=settings.limits, uid=worker_uid(),
                           zygote=_zygote_for(settings), env=settings.env)
+
+
+FAILING_SUFFIX = ".failing-on-solution.json"
 
 
 def _reference(job: Job, root: Path) -> Result:
@@ -169,7 +173,7 @@ def _reference(job: Job, root: Path) -> Result:
     files = {}
     for path in sorted((root / "source" / job.course.assignment).glob("*.ipynb")):
         notebook = nbformat.read(str(path), as_version=4)
-        session = _session(job, root, "reference", [])
+        session = _session(job, root, "reference")
         with session as kernel_config:
             config = _config(job, root)
             config.merge(kernel_config)
@@ -180,10 +184,12 @@ def _reference(job: Job, root: Path) -> Result:
                 return Result(job.student, False, f"the sandbox (mode {job.settings.mode}) could not run the "
                               f"solution {path.name}: {error}\nkernel output:\n{session.console()[-3000:]}")
         try:
-            records = reference_records(executed)
+            records, failing = reference_records(executed)
         except ValueError as error:
             return Result(job.student, False, f"{path.name}: {error}")
         files[f"reference/{path.stem}.json"] = json.dumps(records).encode()
+        if failing:  # test cells that fail on the instructor's own solution, for the grader to report
+            files[f"reference/{path.stem}{FAILING_SUFFIX}"] = json.dumps(failing).encode()
     return Result(job.student, True, files=files)
 
 
@@ -195,7 +201,7 @@ def _grade(job: Job, root: Path) -> Result:
     submitted.mkdir(parents=True)
     for name, data in job.notebooks.items():
         (submitted / name).write_bytes(data)
-    session = _session(job, root, "student", sorted(submitted.glob("*.ipynb")))
+    session = _session(job, root, "student")
     with session as kernel_config:
         config = _config(job, root)
         config.merge(kernel_config)

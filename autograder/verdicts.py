@@ -24,6 +24,8 @@ from traitlets import Unicode
 from nlpbook.checks import CHECK_MIME, compare_close, decode, decode_state, score_state, score_verdict
 
 HIDDEN_MARKER = "### BEGIN HIDDEN TESTS"
+# The reference of a test cell that fails on the instructor's own solution: graded by nbgrader's rules.
+NBGRADER_RULES = "nbgrader-rules"
 HIDDEN_PASSED = "Hidden tests passed."
 FAILED = "TestFailed"
 
@@ -148,9 +150,10 @@ class TrustedVerdicts(NbGraderPreprocessor):
         grade_id = cell.metadata.nbgrader["grade_id"]
         reference = self._reference.get(grade_id)
         hidden = HIDDEN_MARKER in cell.source
-        if reference == [] and not records:
-            # A plain nbgrader test (asserts, or a number for partial credit): nbgrader's own
-            # rules, as trustworthy as the kernel's report of its errors (documented as weaker).
+        if reference == [] and not records or reference == NBGRADER_RULES:
+            # A plain nbgrader test (asserts, or a number for partial credit), or one that fails on
+            # the instructor's solution: nbgrader's own rules, as trustworthy as the kernel's report
+            # of its errors (documented as weaker).
             if hidden:
                 cell.outputs = _hidden_outputs(cell.outputs)
             return cell, resources
@@ -200,13 +203,16 @@ def _hidden_outputs(outputs) -> list:
     return kept or [new_output("stream", name="stdout", text=HIDDEN_PASSED + "\n")]
 
 
-def reference_records(executed_notebook) -> dict[str, list[dict]]:
-    """The records of the executed solution notebook, by grade id.
+def reference_records(executed_notebook) -> tuple[dict[str, list[dict] | str], list[str]]:
+    """The records of the executed solution notebook, by grade id, and the test cells that fail on it.
 
-    ``ValueError`` if any test cell fails on the solution, naming every such cell at once
-    with the line that failed.
+    A test cell that fails on the instructor's own solution is graded as nbgrader grades it
+    (its reference is :data:`NBGRADER_RULES`: an error means 0, a number is partial credit), and the second
+    value names each such cell with the line that failed, for the grader to report loudly.
+    ``ValueError`` if the solution's check records passed the grader's allowance: its checks
+    would vanish, which is the grader's setting to fix, not the instructor's test.
     """
-    reference, problems = {}, []
+    reference, failures, overflows = {}, [], []
     for cell in executed_notebook.cells:
         if cell.cell_type != "code":
             continue
@@ -216,24 +222,19 @@ def reference_records(executed_notebook) -> dict[str, list[dict]]:
         grade_id = cell.metadata.nbgrader["grade_id"]
         overflow = next((r for r in records if isinstance(r, dict) and r.get("kind") == "overflow"), None)
         if overflow:
-            problems.append(f"test cell {grade_id}: {overflow['name']} on the solution (raise "
-                            "SandboxedExecute.max_record_bytes)")
+            overflows.append(f"test cell {grade_id}: {overflow['name']} on the solution (raise "
+                             "SandboxedExecute.max_record_bytes)")
             continue
         errors = [o for o in cell.outputs if o.output_type == "error"]
-        if errors:
-            problems.append(f"test cell {grade_id} fails on the solution: {errors[0].ename}: {errors[0].evalue}"
-                            f"{_failing_line(errors[0])}")
-            continue
         # A cell without checks is graded by nbgrader's rules (``[]`` says so).
-        problem = judge(records, records)
+        problem = (": ".join(filter(None, (errors[0].ename, errors[0].evalue))) + _failing_line(errors[0])
+                   if errors else judge(records, records))
         if problem:
-            problems.append(f"test cell {grade_id}: the solution's own values fail its check: {problem}")
-            continue
-        reference[grade_id] = records
-    if problems:
-        raise ValueError("; ".join(problems) if len(problems) == 1 else
-                         f"{len(problems)} test cells fail on the solution:\n  " + "\n  ".join(problems))
-    return reference
+            failures.append(f"{grade_id} ({problem})")
+        reference[grade_id] = NBGRADER_RULES if problem else records
+    if overflows:
+        raise ValueError("; ".join(overflows))
+    return reference, failures
 
 
 def _failing_line(error) -> str:

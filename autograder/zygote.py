@@ -268,8 +268,10 @@ def start_kernel(spec: sandbox.SandboxSpec, work: Path, connection: Path, env: d
     # Without fd capture, what the kernel writes to its descriptors 1 and 2 goes straight to
     # kernel.out and kernel.log. With it, a thread copies it there later, and a kernel that
     # dies at once (os._exit, a segmentation fault) takes its last words with it.
+    # No history file: IPython would write every cell it runs, the restored hidden tests among
+    # them, to an SQLite file in the kernel's own folder, where a later cell could read it.
     sys.argv = ["ipykernel_launcher", "-f", str(connection), "--IPKernelApp.capture_fd_output=False",
-                *kernel_args]
+                "--HistoryManager.enabled=False", *kernel_args]
     sys.dont_write_bytecode = True
     from ipykernel import kernelapp
 

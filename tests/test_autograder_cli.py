@@ -88,3 +88,58 @@ def test_the_grading_command_builds_no_iri_grammar_and_still_validates_notebooks
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "rejected"
+
+
+# ------------------------------------------------------------ a course graded where it lives
+
+def _course(tmp_path, config: str = ""):
+    """An nbgrader course folder with one source notebook in ``instructor/lab`` (its config says so)."""
+    course = tmp_path / "course"
+    (course / "instructor" / "lab").mkdir(parents=True)
+    (course / "handins").mkdir()
+    nbformat.write(nbformat.v4.new_notebook(), course / "instructor" / "lab" / "lab.ipynb")
+    (course / "nbgrader_config.py").write_text(
+        "c = get_config()\nc.CourseDirectory.source_directory = 'instructor'\n"
+        "c.CourseDirectory.submitted_directory = 'handins'\n" + config)
+    return course
+
+
+def test_a_course_folder_is_read_with_its_nbgrader_config(tmp_path):
+    from autograder.course import Course
+
+    course = Course.at(_course(tmp_path, "c.Execute.timeout = 7\nc.ClearHiddenTests.begin_test_delimeter = 'X'\n"))
+    assert (course.sources, course.submitted) == (tmp_path / "course" / "instructor", tmp_path / "course" / "handins")
+    assert course.assignments() == ["lab"] and course.cell_timeout == 7
+    assert course.unfollowed == ("ClearHiddenTests.begin_test_delimeter",)
+    # What kernels must not see: sources, hand-ins, nbgrader's graded notebooks and gradebook.
+    assert course.sources in course.private and course.submitted in course.private
+    assert tmp_path / "course" / "autograded" in course.private
+
+
+def test_a_course_folder_s_mistakes_are_named(tmp_path):
+    missing = run_autograder("grade", "lab", "--course", str(tmp_path / "nope"))
+    assert missing.returncode == 2 and f"--course {tmp_path / 'nope'}: no such folder" in missing.stderr
+    course = _course(tmp_path)
+    unknown = run_autograder("grade", "ps9", "--course", str(course))
+    assert unknown.returncode == 2 and f"{course / 'instructor' / 'ps9'} holds no source notebooks" in unknown.stderr
+    assert "(known assignments: lab)" in unknown.stderr
+    (course / "nbgrader_config.py").write_text("c = get_config()\nc.CourseDirectory.source_directory = '../x'\n")
+    bad = run_autograder("grade", "lab", "--course", str(course))
+    assert bad.returncode == 2 and "CourseDirectory.source_directory = '../x' is not a folder name" in bad.stderr
+    (course / "nbgrader_config.py").write_text("c = get_config()\nc.CourseDirectory.root = undefined_name\n")
+    broken = run_autograder("grade", "lab", "--course", str(course))
+    assert broken.returncode == 2 and "nbgrader_config.py: could not be read as nbgrader reads it" in broken.stderr
+    # Without a course, the submissions and the output folder must be named.
+    alone = run_autograder("grade", "04-attention")
+    assert alone.returncode == 2 and "give --submissions DIR and --out DIR" in alone.stderr
+
+
+def test_relative_folders_are_graded_from_where_the_command_runs(tmp_path):
+    course = _course(tmp_path)
+    (course / "handins" / "ada" / "lab").mkdir(parents=True)
+    nbformat.write(nbformat.v4.new_notebook(), course / "handins" / "ada" / "lab" / "lab.ipynb")
+    # Before, a relative --out reached nbgrader as a relative database path, which it could not open.
+    result = subprocess.run([sys.executable, "-m", "autograder", "grade", "lab", "--course", "course", "--out", "out",
+                             "--workers", "1"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert (tmp_path / "out" / "grades.csv").read_text().splitlines()[1].startswith("lab,,,ada,")

@@ -202,8 +202,9 @@ def _(ctx):
         "        print('READ', path, len(found) > 0)\n"
         "    except Exception as error:\n"
         "        print('BLOCKED', path, type(error).__name__)\n"
-        "own = open('attention.ipynb').read()\n"
-        "print('OWN NOTEBOOK HAS HIDDEN TESTS' if '_check_' + 'attention(' in own else 'own notebook: no hidden tests')\n"
+        # The kernel gets its cells over its sockets; the notebook file (hidden tests restored)
+        # is not in its folder.
+        "print('own notebook:', sorted(os.listdir('.')) if os.path.exists('attention.ipynb') else 'absent')\n"
         f"print('gradebooks found:', [p for top in ('/tmp', {str(REPO_ROOT)!r}, {str(ctx['out'])!r})\n"
         "                              for p in glob.glob(top + '/**/gradebook.db', recursive=True)])\n"))
 
@@ -496,7 +497,7 @@ def test_no_submission_and_no_repository_file_was_modified(hostile_class):
 def test_student_code_reads_no_hidden_file_and_writes_nowhere(hostile_class):
     snooped = _outputs(hostile_class, "snoops-on-files")
     assert "READ" not in snooped and snooped.count("BLOCKED") == 6, snooped
-    assert "own notebook: no hidden tests" in snooped and "gradebooks found: []" in snooped
+    assert "own notebook: absent" in snooped and "gradebooks found: []" in snooped
     written = _outputs(hostile_class, "writes-to-others")
     assert "WROTE" not in written and written.count("BLOCKED") == 4, written
 

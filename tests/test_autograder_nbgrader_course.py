@@ -31,10 +31,15 @@ COURSE = Path(__file__).parent / "nbgrader_course"
 NBGRADER = Path(sys.executable).with_name("nbgrader")
 
 
-def _grade(repo: Path, assignment: str, submissions: Path, out: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "autograder", "grade", assignment, "--submissions", str(submissions),
-                           "--out", str(out), "--workers", "1", "--timeout", "60"],
-                          cwd=repo, capture_output=True, text=True, timeout=600)
+def _grade_in_place(course: Path, assignment: str, *options: str) -> subprocess.CompletedProcess:
+    """``python -m autograder grade ASSIGNMENT --course COURSE``, run from a folder of neither."""
+    return subprocess.run([sys.executable, "-m", "autograder", "grade", assignment, "--course", str(course),
+                           "--workers", "1", *options], cwd=course.parent, capture_output=True, text=True,
+                          timeout=600)
+
+
+def _tree(folder: Path) -> dict[str, bytes]:
+    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
 
 
 def _scores(gradebook: Path, assignment: str, students: list[str]) -> dict[tuple, float | None]:
@@ -73,24 +78,29 @@ def _plain_nbgrader(tmp_path: Path, assignment: str, students: list[str]) -> Pat
 # file shipped with the assignment.
 ASSIGNMENTS = {"ps1": ["bitdiddle", "hacker"],
                "fixtures": ["bar", "eggs", "foo", "grade-cell-changed", "locked-cell-changed", "spam"],
-               "relative": ["reader"]}
-CELLS = {"ps1": 18, "fixtures": 24, "relative": 1}  # graded cells over all students
+               "relative": ["reader"], "unanswered": ["bar", "foo"], "hidden": ["foo"]}
+CELLS = {"ps1": 18, "fixtures": 24, "relative": 1, "unanswered": 8, "hidden": 4}  # graded cells over all students
+# Two sources whose tests fail on the source itself, which nbgrader grades all the same: the
+# unanswered notebook (nbgrader's autograde tests use it as the source) and one whose solution
+# passes only the visible tests. The cells that fail, as the grader must name them.
+FAILING_ON_SOURCE = {"unanswered": ["bar (NameError: name 'a' is not defined"],
+                     "hidden": ["correct_squares (AssertionError", "correct_sum_of_squares (AssertionError"]}
 
 
 @pytest.fixture(scope="module", params=sorted(ASSIGNMENTS))
 def example_course(request, tmp_path_factory):
     assignment = request.param
     tmp_path = tmp_path_factory.mktemp(f"nbgrader-{assignment}")
-    repo = repository_copy(tmp_path / "repo")
-    shutil.copytree(COURSE / "source" / assignment, repo / "solutions" / assignment)
+    before = _tree(COURSE)
     # Plain nbgrader grades the same class in a folder of its own meanwhile: both run one kernel at a
-    # time, so side by side they use the machine's two cores instead of one after the other.
+    # time, so side by side they use the machine's two cores instead of one after the other. Ours
+    # grades the course where it lives (its sources and submitted/ folder), writing only to --out.
     with ThreadPoolExecutor(1) as pool:
         reference = pool.submit(_plain_nbgrader, tmp_path, assignment, ASSIGNMENTS[assignment])
-        result = _grade(repo, assignment, COURSE / "submitted", tmp_path / "out")
+        result = _grade_in_place(COURSE, assignment, "--out", str(tmp_path / "out"))
         reference.exception()  # wait; a failure is raised by the test that reads the reference
-    return {"assignment": assignment, "result": result, "out": tmp_path / "out", "tmp": tmp_path, "repo": repo,
-            "students": ASSIGNMENTS[assignment], "reference": reference}
+    return {"assignment": assignment, "result": result, "out": tmp_path / "out", "tmp": tmp_path,
+            "students": ASSIGNMENTS[assignment], "reference": reference, "unchanged": before == _tree(COURSE)}
 
 
 def test_the_course_is_graded_with_its_own_assignment_ids_and_notebooks(example_course):
@@ -103,10 +113,36 @@ def test_the_course_is_graded_with_its_own_assignment_ids_and_notebooks(example_
         # the exercise is generated and again when the class is graded.
         cells = "correct_squares, squares_invalid_input, correct_sum_of_squares, sum_of_squares_uses_squares"
         assert "WEAKER GRADING in problem1.ipynb: 4 test cell(s)" in log and cells in log
-        generated = subprocess.run([sys.executable, "-m", "autograder", "generate", "ps1"], cwd=example_course["repo"],
+        repo = repository_copy(example_course["tmp"] / "repo")
+        shutil.copytree(COURSE / "source" / "ps1", repo / "solutions" / "ps1")
+        generated = subprocess.run([sys.executable, "-m", "autograder", "generate", "ps1"], cwd=repo,
                                    capture_output=True, text=True, timeout=300)
         assert generated.returncode == 0, generated.stderr[-2000:]
         assert "WEAKER GRADING in ps1" in generated.stderr and f"problem1.ipynb: {cells}" in generated.stderr
+
+
+def test_the_course_folder_is_graded_where_it_lives_and_left_unchanged(example_course):
+    assert example_course["unchanged"]
+    log = (example_course["out"] / "grading.log").read_text(encoding="utf-8")
+    assert f"of the course {COURSE}: submissions {COURSE / 'submitted'}" in log
+
+
+def test_tests_that_fail_on_the_source_are_graded_as_nbgrader_does_and_named_loudly(example_course):
+    assignment = example_course["assignment"]
+    log = (example_course["out"] / "grading.log").read_text(encoding="utf-8")
+    if assignment not in FAILING_ON_SOURCE:
+        assert "INSTRUCTOR TESTS FAIL" not in log
+        return
+    cells = FAILING_ON_SOURCE[assignment]
+    warning = f"INSTRUCTOR TESTS FAIL ON THE SOLUTION in {assignment}/p1.ipynb: {len(cells)} test cell(s)"
+    for where in (log, example_course["result"].stderr):
+        assert warning in where and all(cell in where for cell in cells), where[-3000:]
+    # Said again at the end, beside the submissions that need a look.
+    assert "INSTRUCTOR TESTS FAIL ON THE SOLUTION in p1.ipynb, graded by nbgrader's own rules" in (
+        log.rstrip().splitlines()[-1])
+    strict = _grade_in_place(COURSE, assignment, "--out", str(example_course["tmp"] / "strict"), "--strict")
+    assert strict.returncode == 2 and warning in strict.stderr and "--strict: nothing was graded" in strict.stderr
+    assert not (example_course["tmp"] / "strict" / "grades.csv").exists()
 
 
 def test_every_cell_scores_as_plain_nbgrader_scores_it(example_course):
@@ -126,17 +162,12 @@ def test_the_submission_time_is_kept_and_lateness_is_measured_from_the_due_date(
     assert (stamp.year, stamp.month, stamp.day) == (2015, 2, 1)
     # hacker submitted at 09:28:58.749302 Los Angeles time: due at 09:00, that is 1738.749302 s late.
     out = example_course["tmp"] / "out-due"
-    result = subprocess.run([sys.executable, "-m", "autograder", "grade", "ps1", "--submissions",
-                             str(COURSE / "submitted"), "--out", str(out), "--workers", "1",
-                             "--duedate", "2015-02-01 09:00:00 America/Los_Angeles"],
-                            cwd=example_course["repo"], capture_output=True, text=True, timeout=600)
+    result = _grade_in_place(COURSE, "ps1", "--out", str(out), "--duedate", "2015-02-01 09:00:00 America/Los_Angeles")
     assert result.returncode == 0, result.stderr[-3000:]
     with Gradebook(f"sqlite:///{out / 'course' / 'gradebook.db'}") as book:
         late = {student: book.find_submission("ps1", student).total_seconds_late for student in ("hacker",)}
     assert late == {"hacker": 1738.749302}
-    bad = subprocess.run([sys.executable, "-m", "autograder", "grade", "ps1", "--submissions",
-                          str(COURSE / "submitted"), "--out", str(example_course["tmp"] / "out-bad"),
-                          "--duedate", "next tuesday"], cwd=example_course["repo"], capture_output=True, text=True)
+    bad = _grade_in_place(COURSE, "ps1", "--out", str(example_course["tmp"] / "out-bad"), "--duedate", "next tuesday")
     assert bad.returncode == 2 and "--duedate 'next tuesday': not a date nbgrader reads" in bad.stderr
 
 
@@ -166,13 +197,14 @@ def _lab_notebook(name: str) -> nbformat.NotebookNode:
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory):
     tmp_path = tmp_path_factory.mktemp("lab")
-    repo = repository_copy(tmp_path / "repo")
-    source = repo / "solutions" / "lab_2"
-    source.mkdir()
+    # A course folder of nbgrader's layout, graded where it lives with its default --out.
+    course = tmp_path / "course"
+    source = course / "source" / "lab_2"
+    source.mkdir(parents=True)
     (source / "data.txt").write_text("42\n")
     for name in ("first", "second"):
         nbformat.write(_lab_notebook(name), source / f"{name}.ipynb")
-    submissions = tmp_path / "submissions"
+    submissions = course / "submitted"
     for student, value in (("reads", None), ("right", "return 42"), ("odd", "return 43")):
         (submissions / student / "lab_2").mkdir(parents=True)
         for name in ("first", "second"):
@@ -180,11 +212,12 @@ def lab(tmp_path_factory):
             if value:
                 notebook.cells[0].source = f"def answer():\n    {value}"
             nbformat.write(notebook, submissions / student / "lab_2" / f"{name}.ipynb")
-    result = _grade(repo, "lab_2", submissions, tmp_path / "out")
+    result = _grade_in_place(course, "lab_2")
     assert result.returncode == 0, result.stderr[-3000:]
-    with open(tmp_path / "out" / "grades.csv", newline="") as handle:
+    out = course / "graded" / "lab_2"
+    with open(out / "grades.csv", newline="") as handle:
         grades = {row["student_id"]: float(row["score"]) for row in csv.DictReader(handle)}
-    return {"grades": grades, "out": tmp_path / "out"}
+    return {"grades": grades, "out": out}
 
 
 def test_a_shipped_data_file_is_beside_every_notebook_of_the_solution_and_the_students(lab):
@@ -195,3 +228,41 @@ def test_a_failing_hidden_assert_beside_a_passing_check_is_a_failure_and_is_neve
     assert lab["grades"]["odd"] == 0.0  # 43 is within the check's tolerance of 42, but odd
     pages = [p.read_text(encoding="utf-8") for p in (lab["out"] / "feedback").rglob("*.html")]
     assert len(pages) == 6 and not any("secret-parity-rule" in page for page in pages)
+
+
+
+def test_the_class_report_opens_in_chromium_and_quotes_no_hidden_test(example_course):
+    from playwright.sync_api import sync_playwright
+
+    from autograder.preprocessors import hidden_lines
+
+    assignment, out = example_course["assignment"], example_course["out"]
+    report = out / "report.html"
+    log = (out / "grading.log").read_text(encoding="utf-8")
+    assert f"class report: {report}" in log
+    chromium = os.environ.get("NLPBOOK_CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=chromium,
+                                             args=["--no-sandbox"] if os.geteuid() == 0 else [])
+        page = browser.new_page()
+        errors = []
+        page.on("console", lambda message: errors.append(message.text) if message.type == "error" else None)
+        page.goto(report.as_uri())
+        text = page.inner_text("body")
+        tables = page.locator("table").count()
+        browser.close()
+    assert errors == [] and tables >= 2 and f"{assignment}: class report" in text
+    # One row per graded cell of parts.csv, and every graded student's time.
+    with open(out / "parts.csv", newline="") as handle:
+        for row in csv.DictReader(handle):
+            assert row["part"] in text
+    for student in example_course["students"]:
+        assert student in text
+    if assignment in FAILING_ON_SOURCE:
+        assert "Test cells that fail on your own solution" in text
+    if assignment == "ps1":
+        # bitdiddle's squares fail their asserts: named by the exception, counted once.
+        assert "correct_squares\tAssertionError\t1" in text
+    secrets = set().union(*(hidden_lines(nbformat.read(p, as_version=4))
+                            for p in (COURSE / "source" / assignment).glob("*.ipynb")))
+    assert not any(line in text for line in secrets)

@@ -13,9 +13,11 @@ Python installation and the ``nlpbook`` package, so a second clone elsewhere on 
 auto`` never chooses it, and the log lists what it leaves open (test_autograder_sandbox).
 
 The secrets are searched for by content, so copies made by the grader (a staging
-folder, the notebook with its hidden tests restored, a job's private course) count.
-The student's cell carries them hex-encoded, and the walk must find the student's own
-notebook through a marker of its own, so a walk that reads nothing cannot pass.
+folder, the notebook with its hidden tests restored, a job's private course, a history of
+the cells the kernel ran) count.  The walk is the notebook's last cell, after every hidden
+test has run.  The student's cell carries the secrets hex-encoded, and writes a marker of
+its own to a file in its folder that the walk must find, so a walk that reads nothing, or
+skips the kernel's own folder, cannot pass.
 """
 from __future__ import annotations
 
@@ -42,6 +44,8 @@ SIZE_LIMIT = 2_000_000
 WALK = '''
 import os
 needles = {{name: bytes.fromhex(value) for name, value in {needles!r}.items()}}
+with open("marker.txt", "wb") as handle:  # the positive control, in the kernel's own folder
+    handle.write(needles["own"])
 found, files = [], 0
 for top, folders, names in os.walk("/"):
     if top == "/":
@@ -103,7 +107,7 @@ def _start_grading(mode: str, where: str, tmp_path: Path) -> tuple[subprocess.Po
     own = f"own-{token}"
     # The blank exercise: a solved one would hold the solution's lines itself.
     walker = nbformat.read(repo / "exercises" / ASSIGNMENT / f"{NOTEBOOK}.ipynb", as_version=4)
-    walker.cells.insert(1, new_code_cell(f"# {own}\n" + WALK.format(
+    walker.cells.append(new_code_cell(WALK.format(
         needles={name: text.encode().hex() for name, text in {**needles, "own": own}.items()}, limit=SIZE_LIMIT)))
     write(walker, tmp_path / "submissions" / "zz-walker" / ASSIGNMENT, NOTEBOOK)
     process = subprocess.Popen([sys.executable, "-m", "autograder", "grade", ASSIGNMENT, "--submissions",
@@ -141,7 +145,7 @@ def snooped(request, gradings):
     assert process.returncode == 0, stderr[-3000:]
     out = Path(process.args[process.args.index("--out") + 1])
     graded = out / "course" / "autograded" / "zz-walker" / ASSIGNMENT / f"{NOTEBOOK}.ipynb"
-    printed = "".join(o.get("text", "") for o in nbformat.read(graded, as_version=4).cells[1].outputs)
+    printed = "".join(o.get("text", "") for o in nbformat.read(graded, as_version=4).cells[-1].outputs)
     return {"printed": printed, "repo": repo}
 
 
@@ -150,7 +154,7 @@ def test_the_walk_reads_the_whole_visible_file_system(snooped):
     assert "WALKED" in printed, printed[-2000:]
     files = int(printed.split("WALKED", 1)[1].split()[0])
     assert files > 10_000, printed  # the Python installation alone has more
-    # The positive control: the student's own notebook, copied into the kernel's scratch folder.
+    # The positive control: the marker the walker wrote to its own folder before walking.
     assert any(line.startswith("FOUND own ") for line in printed.splitlines()), printed
 
 
