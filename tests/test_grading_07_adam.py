@@ -10,6 +10,28 @@ MOMENTUM, RMSPROP, ADAM, ADAMW, SCHEDULE = "momentum_step", "rmsprop_step", "ada
 class TestAdamExercise(ChapterGrading):
     ASSIGNMENT, NOTEBOOK = "07-adam", "adam"
     AUTO_POINTS = 12.0
+    # Forms the notebook says it accepts: full marks (the review's students lost a point to the first).
+    VARIANTS = {
+        # Kingma and Ba's efficient form as the paper writes it: epsilon not rescaled.
+        "adamw-paper-epsilon": {ADAMW: [('add_(group["eps"] * correction2)', 'add_(group["eps"])')]},
+        # The bias-corrected moments built explicitly, as in part 3.
+        "adamw-corrected-moments": {ADAMW: [(
+            "                correction2 = math.sqrt(1 - beta2 ** t)\n"
+            "                step_size = group[\"lr\"] * correction2 / (1 - beta1 ** t)\n"
+            "                denominator = state[\"exp_avg_sq\"].sqrt().add_(group[\"eps\"] * correction2)\n"
+            "                param.addcdiv_(state[\"exp_avg\"], denominator, value=-step_size)\n",
+            "                m_hat = state[\"exp_avg\"] / (1 - beta1 ** t)\n"
+            "                v_hat = state[\"exp_avg_sq\"] / (1 - beta2 ** t)\n"
+            "                param.sub_(group[\"lr\"] * m_hat / (v_hat.sqrt() + group[\"eps\"]))\n")]},
+        # Part 3 in the efficient form, epsilon rescaled.
+        "adam-efficient-form": {ADAM: [(
+            "    m_hat = state[\"exp_avg\"] / (1 - beta1 ** t)\n"
+            "    v_hat = state[\"exp_avg_sq\"] / (1 - beta2 ** t)\n"
+            "    param.sub_(lr * m_hat / (v_hat.sqrt() + eps))",
+            "    correction2 = (1 - beta2 ** t) ** 0.5\n"
+            "    step_size = lr * correction2 / (1 - beta1 ** t)\n"
+            "    param.sub_(step_size * state[\"exp_avg\"] / (state[\"exp_avg_sq\"].sqrt() + eps * correction2))")]},
+    }
     # Handed in on its own as well as packed beside other parts' mistakes (chapter_grading.py).
     ALONE = ("adam-no-bias-correction",)
     # student id -> (the part it breaks, its score in that part, edits to the solution)
