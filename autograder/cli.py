@@ -8,7 +8,7 @@ import time
 import warnings
 from pathlib import Path
 
-from autograder.course import CourseError, assignments
+from autograder.course import CELL_TIMEOUT, NOTEBOOK_TIMEOUT, CourseError, assignments
 
 log = logging.getLogger("autograder")
 
@@ -57,9 +57,9 @@ def _parser() -> argparse.ArgumentParser:
                        help="refuse an assignment whose test cells fail on its own source notebook "
                             "(by default they are graded by nbgrader's rules, with a warning naming them)")
     grade.add_argument("--timeout", type=int, default=None, metavar="SECONDS",
-                       help="time limit for one notebook cell (default: the course's Execute.timeout, else 60)")
-    grade.add_argument("--notebook-timeout", type=int, default=600, metavar="SECONDS",
-                       help="time limit for one whole notebook (default 600)")
+                       help=f"time limit for one notebook cell (default: the course's Execute.timeout, else {CELL_TIMEOUT})")
+    grade.add_argument("--notebook-timeout", type=int, default=NOTEBOOK_TIMEOUT, metavar="SECONDS",
+                       help=f"time limit for one whole notebook (default {NOTEBOOK_TIMEOUT})")
     grade.add_argument("--memory-mb", type=int, default=4096, metavar="MiB",
                        help="address-space limit of each student kernel (default 4096)")
     grade.add_argument("--sandbox", choices=("auto", "root", "userns", "none"), default="auto",
@@ -149,7 +149,7 @@ def main(argv: list[str] | None = None) -> int:
             return 0
 
         from autograder.course import Course
-        from autograder.grade import grade
+        from autograder.grade import grade, kernel_limits
 
         course = Course.at(args.course) if args.course is not None else Course.repository()
         if args.course is None and (args.submissions is None or args.out is None):
@@ -157,7 +157,7 @@ def main(argv: list[str] | None = None) -> int:
                               "folder and DIR/graded/ASSIGNMENT are then the defaults)")
         submissions = args.submissions or course.submitted
         args.out = args.out or course.root / "graded" / args.assignment
-        timeout = args.timeout or course.cell_timeout or 60
+        timeout = args.timeout or course.cell_timeout or CELL_TIMEOUT
         args.out.mkdir(parents=True, exist_ok=True)
         _log_to(logging.DEBUG if args.verbose else logging.INFO, args.out / "grading.log")
         log.info("=== grading %s%s: submissions %s, out %s, started %s", args.assignment,
@@ -166,9 +166,7 @@ def main(argv: list[str] | None = None) -> int:
         for setting in course.unfollowed:
             log.warning("%s/nbgrader_config.py sets %s, which this grader does not follow (it grades with "
                         "its own settings for it)", course.root, setting)
-        from autograder.sandbox import Limits
-
-        limits = Limits(memory_mb=args.memory_mb, cpu_seconds=args.notebook_timeout + 60)
+        limits = kernel_limits(args.notebook_timeout, memory_mb=args.memory_mb)
         if args.workers is not None and args.workers < 1:
             raise CourseError(f"--workers {args.workers}: give at least 1")
         run = grade(args.assignment, submissions, args.out, timeout=timeout, course=course, strict=args.strict,

@@ -19,6 +19,10 @@ EXERCISES = REPO_ROOT / "exercises"
 
 COURSE_ID = "nlpbook"
 
+# The grading time limits, declared once (seconds): one cell, one whole notebook, and the CPU time
+# a kernel may use beyond its notebook's wall-clock limit before the operating system stops it.
+CELL_TIMEOUT, NOTEBOOK_TIMEOUT, CPU_GRACE = 60, 600, 60
+
 # An assignment id is what nbgrader accepts as a folder name: the course's chapters ("04-attention"),
 # or any id an instructor brings ("ps1", "hw01", "lab_2"). One path component, no "+" (nbgrader
 # refuses it), nothing hidden, no spaces at the ends.
@@ -182,7 +186,7 @@ def create_gradebook(url: str) -> None:
         engine.dispose()
 
 
-def nbgrader_config(root: Path, *, timeout: int = 60, notebook_timeout: int = 600) -> Config:
+def nbgrader_config(root: Path, *, timeout: int = CELL_TIMEOUT, notebook_timeout: int = NOTEBOOK_TIMEOUT) -> Config:
     """The nbgrader configuration for a course directory at ``root``.
 
     ``timeout`` is the limit in seconds for one cell when grading, ``notebook_timeout``

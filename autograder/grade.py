@@ -45,6 +45,7 @@ Output (``--out``)::
 from __future__ import annotations
 
 import csv
+import dataclasses
 import fcntl
 import hashlib
 import json
@@ -60,7 +61,8 @@ from pathlib import Path
 from typing import Callable
 
 from autograder import jobs, sandbox
-from autograder.course import COURSE_ID, REPO_ROOT, Course, CourseError, create_gradebook, gradebook_url
+from autograder.course import (CELL_TIMEOUT, COURSE_ID, CPU_GRACE, NOTEBOOK_TIMEOUT, REPO_ROOT, Course, CourseError,
+                               create_gradebook, gradebook_url)
 from autograder.generate import IGNORED, run_generate_assignment
 from autograder.pool import thread_share
 
@@ -105,8 +107,8 @@ class GradingRun:
     submissions_dir: Path
     out: Path
     origin: Course = field(default_factory=Course.repository)  # the course the assignment comes from
-    timeout: int = 60
-    notebook_timeout: int = 600
+    timeout: int = CELL_TIMEOUT
+    notebook_timeout: int = NOTEBOOK_TIMEOUT
     replace: bool = False
     regrade: bool = False
     sandbox_mode: str = "auto"
@@ -832,7 +834,14 @@ STEPS: list[Callable[[GradingRun], None]] = [
 ]
 
 
-def grade(assignment: str, submissions: Path, out: Path, *, timeout: int = 60, notebook_timeout: int = 600,
+def kernel_limits(notebook_timeout: int = NOTEBOOK_TIMEOUT, memory_mb: int | None = None) -> sandbox.Limits:
+    """A kernel's limits for a notebook time limit: its CPU time is the notebook's plus a grace."""
+    limits = sandbox.Limits(cpu_seconds=notebook_timeout + CPU_GRACE)
+    return limits if memory_mb is None else dataclasses.replace(limits, memory_mb=memory_mb)
+
+
+def grade(assignment: str, submissions: Path, out: Path, *, timeout: int = CELL_TIMEOUT,
+          notebook_timeout: int = NOTEBOOK_TIMEOUT,
           replace: bool = False, regrade: bool = False, sandbox_mode: str = "auto", limits: sandbox.Limits | None = None,
           workers: int | None = None, scheduler: str | None = None, db: str | None = None,
           progress: bool = True, feedback: bool = True, duedate: str | None = None, course: Course | None = None,
@@ -846,7 +855,7 @@ def grade(assignment: str, submissions: Path, out: Path, *, timeout: int = 60, n
     run = GradingRun(assignment=assignment, submissions_dir=Path(submissions).absolute(), out=Path(out).absolute(),
                      origin=course or Course.repository(), strict=strict,
                      timeout=timeout, notebook_timeout=notebook_timeout, replace=replace, regrade=regrade,
-                     sandbox_mode=sandbox_mode, limits=limits or sandbox.Limits(cpu_seconds=notebook_timeout + 60),
+                     sandbox_mode=sandbox_mode, limits=limits or kernel_limits(notebook_timeout),
                      workers=workers or os.cpu_count() or 1, scheduler=scheduler, db=db, progress=progress,
                      feedback=feedback, duedate=duedate)
     try:
