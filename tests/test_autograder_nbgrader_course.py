@@ -78,8 +78,9 @@ def _plain_nbgrader(tmp_path: Path, assignment: str, students: list[str]) -> Pat
 # file shipped with the assignment.
 ASSIGNMENTS = {"ps1": ["bitdiddle", "hacker"],
                "fixtures": ["bar", "eggs", "foo", "grade-cell-changed", "locked-cell-changed", "spam"],
-               "relative": ["reader"], "unanswered": ["bar", "foo"], "hidden": ["foo"]}
-CELLS = {"ps1": 18, "fixtures": 24, "relative": 1, "unanswered": 8, "hidden": 4}  # graded cells over all students
+               "relative": ["reader"], "unanswered": ["bar", "foo"], "hidden": ["foo"],
+               "partial": ["carol", "dave", "erin"]}
+CELLS = {"ps1": 18, "fixtures": 24, "relative": 1, "unanswered": 8, "hidden": 4, "partial": 6}  # graded cells over all students
 # Two sources whose tests fail on the source itself, which nbgrader grades all the same: the
 # unanswered notebook (nbgrader's autograde tests use it as the source) and one whose solution
 # passes only the visible tests. The cells that fail, as the grader must name them.
@@ -150,6 +151,8 @@ def test_every_cell_scores_as_plain_nbgrader_scores_it(example_course):
     ours = _scores(example_course["out"] / "course" / "gradebook.db", assignment, students)
     theirs = _scores(example_course["reference"].result(), assignment, students)
     assert len(theirs) == CELLS[assignment] and ours == theirs
+    if assignment == "partial":  # nbgrader's partial credit, a visible and a hidden cell's last value
+        assert ours[("erin", "partial", "square_visible")] == 1.0 and ours[("dave", "partial", "square_hidden")] == 0.5
 
 
 def test_the_submission_time_is_kept_and_lateness_is_measured_from_the_due_date(example_course):
