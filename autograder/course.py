@@ -33,13 +33,13 @@ class CourseError(Exception):
     """A problem with the instructor's input: it names the file and what is wrong."""
 
 
-# nbgrader settings that change how a class is graded. A course's nbgrader_config.py that sets one
-# this grader does not follow is told so when it is graded (Course.unfollowed).
-FOLLOWED = {("CourseDirectory", "source_directory"), ("CourseDirectory", "submitted_directory"),
-            ("Execute", "timeout"), ("ExecutePreprocessor", "timeout")}
+# nbgrader settings that change how a class is graded: every setting of these sections, and three
+# of CourseDirectory (which files of a submission count). A course's nbgrader_config.py that sets
+# one this grader does not follow (all but FOLLOWED) is told so when it is graded (Course.unfollowed).
 GRADING_SECTIONS = ("ClearHiddenTests", "Execute", "ExecutePreprocessor", "Autograde", "AssignLatePenalties",
-                    "LateSubmissionPlugin", "LimitOutput", "OverwriteCells", "SaveAutoGrades", "IgnorePattern",
-                    "CourseDirectory")
+                    "LateSubmissionPlugin", "LimitOutput", "OverwriteCells", "SaveAutoGrades", "IgnorePattern")
+GRADING_DIRECTORY_SETTINGS = ("ignore", "include", "max_file_size")
+FOLLOWED = {"Execute.timeout", "ExecutePreprocessor.timeout"}
 
 
 @dataclass(frozen=True)
@@ -70,9 +70,9 @@ class Course:
         config = _course_config(folder / "nbgrader_config.py")
         directory = config.get("CourseDirectory", {})
         timeout = config.get("Execute", {}).get("timeout", config.get("ExecutePreprocessor", {}).get("timeout"))
-        unfollowed = sorted(f"{section}.{key}" for section in GRADING_SECTIONS for key in config.get(section, {})
-                            if (section, key) not in FOLLOWED and section != "CourseDirectory"
-                            or section == "CourseDirectory" and key in ("ignore", "include", "max_file_size"))
+        grading = {f"{section}.{key}" for section in GRADING_SECTIONS for key in config.get(section, {})}
+        grading |= {f"CourseDirectory.{key}" for key in directory if key in GRADING_DIRECTORY_SETTINGS}
+        unfollowed = sorted(grading - FOLLOWED)
         for name, value in (("source_directory", directory.get("source_directory", "source")),
                             ("submitted_directory", directory.get("submitted_directory", "submitted"))):
             if not isinstance(value, str) or not ASSIGNMENT_PATTERN.match(value):
@@ -133,12 +133,10 @@ def _course_config(path: Path) -> dict:
     """The settings of a course's ``nbgrader_config.py`` (run as nbgrader runs it), or ``{}``."""
     if not path.is_file():
         return {}
-    from traitlets.config.loader import ConfigFileNotFound, PyFileConfigLoader
+    from traitlets.config.loader import PyFileConfigLoader
 
     try:
         return PyFileConfigLoader(path.name, path=str(path.parent)).load_config()
-    except ConfigFileNotFound:
-        return {}
     except Exception as error:  # noqa: BLE001 - the instructor's file: say which and why
         raise CourseError(f"{path}: could not be read as nbgrader reads it ({type(error).__name__}: "
                           f"{error})") from None

@@ -53,16 +53,15 @@ def parts(parts_csv: Path) -> list[Part]:
     return list(found.values())
 
 
-def failed_checks(autograded: Path, assignment: str) -> Counter:
+def failed_checks(autograded: Path, assignment: str, secret: set[str]) -> Counter:
     """How many students each failing check cost points: (notebook, part, the check's words) -> count.
 
     The words are the verdict's first clause (a check's name, as its test gives it), scrubbed
-    of any line of the notebook's hidden tests; a plain test's error is its exception's name.
+    of any line of the hidden tests (``secret``); a plain test's error is its exception's name.
     """
     counts: Counter = Counter()
     for path in sorted(autograded.glob(f"*/{assignment}/*.ipynb")):
         notebook = nbformat.read(path, as_version=4)
-        secret = hidden_lines(notebook)
         for cell in notebook.cells:
             if not is_test_cell(cell):
                 continue
@@ -150,6 +149,7 @@ def write_report(folder: Path, assignment: str, course: Path, submissions, warni
     # The report may be shared (with teaching assistants, in a meeting): no line of a hidden test in it.
     secret = set().union(*(hidden_lines(nbformat.read(source, as_version=4))
                            for source in sorted((course / "source" / assignment).glob("*.ipynb"))))
-    path.write_text(render(assignment, parts(folder / "parts.csv"), failed_checks(course / "autograded", assignment),
-                           submissions, [_without(warning, secret) for warning in warnings]), encoding="utf-8")
+    checks = failed_checks(course / "autograded", assignment, secret)
+    path.write_text(render(assignment, parts(folder / "parts.csv"), checks, submissions,
+                           [_without(warning, secret) for warning in warnings]), encoding="utf-8")
     return path
