@@ -8,7 +8,7 @@ import time
 import warnings
 from pathlib import Path
 
-from autograder.course import CELL_TIMEOUT, NOTEBOOK_TIMEOUT, CourseError, assignments
+from autograder.course import CELL_TIMEOUT, NOTEBOOK_TIMEOUT, Course, CourseError
 
 log = logging.getLogger("autograder")
 
@@ -17,10 +17,15 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m autograder", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
 
+    course_help = ("an nbgrader course where it lives: its source/ASSIGNMENT/ notebooks and its nbgrader_config.py "
+                   "(source, release and submitted folder names{}); its gradebook is never written")
     generate = commands.add_parser(
-        "generate", help="regenerate exercises/ from solutions/ with nbgrader generate_assignment")
+        "generate", help="regenerate exercises/ from solutions/ (or a course's release/ from its source/) with "
+                         "nbgrader generate_assignment")
     generate.add_argument("assignments", nargs="*", metavar="ASSIGNMENT",
-                          help="assignment ids: folder names in solutions/, such as 04-attention or ps1 (default: every assignment)")
+                          help="assignment ids: folder names in solutions/ (such as 04-attention), or in the source "
+                               "folder of --course (such as ps1) (default: every assignment)")
+    generate.add_argument("--course", type=Path, metavar="DIR", help=course_help.format(""))
 
     collect = commands.add_parser("collect", help="unpack a zip of STUDENT_ID/ASSIGNMENT/FILE safely into a new folder")
     collect.add_argument("zip", type=Path, metavar="ZIP")
@@ -32,7 +37,10 @@ def _parser() -> argparse.ArgumentParser:
 
     check = commands.add_parser(
         "check-tests", help="plant small bugs in the solution and report, per graded part, how many the tests catch")
-    check.add_argument("assignment", metavar="ASSIGNMENT", help="assignment id: a folder name in solutions/, such as 04-attention or ps1")
+    check.add_argument("assignment", metavar="ASSIGNMENT",
+                       help="assignment id: a folder name in solutions/ (such as 04-attention), or in the source "
+                            "folder of --course (such as ps1)")
+    check.add_argument("--course", type=Path, metavar="DIR", help=course_help.format(""))
     check.add_argument("--out", type=Path, metavar="DIR",
                        help="keep the mutants, their grading and check-tests.csv here (default: a new temporary folder)")
     check.add_argument("--workers", type=int, default=None, metavar="N", help="parallel workers (default: cores)")
@@ -44,9 +52,8 @@ def _parser() -> argparse.ArgumentParser:
                        help="assignment id: a folder name in solutions/ (such as 04-attention), or in the "
                             "source folder of --course (such as ps1)")
     grade.add_argument("--course", type=Path, metavar="DIR",
-                       help="grade an nbgrader course where it lives: its source/ASSIGNMENT/ notebooks and its "
-                            "nbgrader_config.py (source and submitted folders, cell timeout); the "
-                            "submissions default to its submitted/ folder, the results to DIR/graded/ASSIGNMENT")
+                       help=course_help.format(", cell timeout") + "; the submissions default to its submitted/ "
+                            "folder, the results to DIR/graded/ASSIGNMENT")
     grade.add_argument("--submissions", type=Path, metavar="DIR",
                        help="folder with one sub-folder per student: DIR/STUDENT_ID/ASSIGNMENT/*.ipynb "
                             "(required without --course)")
@@ -120,12 +127,13 @@ def main(argv: list[str] | None = None) -> int:
     # nbgrader's gradebook code triggers SQLAlchemy warnings on every student; they say nothing useful.
     warnings.filterwarnings("ignore", message=".*not in session.*")
     try:
+        course = Course.at(args.course) if getattr(args, "course", None) is not None else Course.repository()
         if args.command == "generate":
             from autograder.generate import generate_release
 
             _log_to(logging.INFO)
-            for assignment in args.assignments or assignments():
-                for path in generate_release(assignment):
+            for assignment in args.assignments or course.assignments():
+                for path in generate_release(assignment, course=course):
                     print(path)
             return 0
 
@@ -144,14 +152,12 @@ def main(argv: list[str] | None = None) -> int:
 
             _log_to(logging.WARNING)
             reports = check_tests(args.assignment, args.out, workers=args.workers, timeout=args.timeout,
-                                  limit=args.limit)
+                                  limit=args.limit, course=course)
             print(format_report(args.assignment, reports))
             return 0
 
-        from autograder.course import Course
         from autograder.grade import grade, kernel_limits
 
-        course = Course.at(args.course) if args.course is not None else Course.repository()
         if args.course is None and (args.submissions is None or args.out is None):
             raise CourseError("grade: give --submissions DIR and --out DIR (or --course DIR, whose submitted/ "
                               "folder and DIR/graded/ASSIGNMENT are then the defaults)")

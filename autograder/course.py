@@ -45,21 +45,24 @@ FOLLOWED = {"Execute.timeout", "ExecutePreprocessor.timeout"}
 @dataclass(frozen=True)
 class Course:
     """An nbgrader course where it lives: ``ROOT/SOURCE/ASSIGNMENT/*.ipynb`` are the instructor's
-    notebooks (solutions and hidden tests), ``ROOT/SUBMITTED/STUDENT/ASSIGNMENT/`` the hand-ins.
+    notebooks (solutions and hidden tests), ``ROOT/RELEASE/ASSIGNMENT/`` the student versions
+    generated from them, ``ROOT/SUBMITTED/STUDENT/ASSIGNMENT/`` the hand-ins.
 
-    This repository is one such course (:meth:`repository`: its sources are ``solutions/``);
+    This repository is one such course (:meth:`repository`: sources ``solutions/``, student versions
+    ``exercises/``);
     :meth:`at` reads any other from its folder and its ``nbgrader_config.py``.
     """
 
     root: Path
     source_directory: str = "source"
     submitted_directory: str = "submitted"
+    release_directory: str = "release"
     cell_timeout: int | None = None  # the course's own Execute.timeout, if it sets one
     unfollowed: tuple[str, ...] = ()  # grading settings of its nbgrader_config.py this grader does not follow
 
     @classmethod
     def repository(cls) -> "Course":
-        return cls(REPO_ROOT, source_directory="solutions")
+        return cls(REPO_ROOT, source_directory="solutions", release_directory="exercises")
 
     @classmethod
     def at(cls, folder: Path) -> "Course":
@@ -73,20 +76,24 @@ class Course:
         grading = {f"{section}.{key}" for section in GRADING_SECTIONS for key in config.get(section, {})}
         grading |= {f"CourseDirectory.{key}" for key in directory if key in GRADING_DIRECTORY_SETTINGS}
         unfollowed = sorted(grading - FOLLOWED)
-        for name, value in (("source_directory", directory.get("source_directory", "source")),
-                            ("submitted_directory", directory.get("submitted_directory", "submitted"))):
+        folders = {name: directory.get(name, default) for name, default in (
+            ("source_directory", "source"), ("submitted_directory", "submitted"), ("release_directory", "release"))}
+        for name, value in folders.items():
             if not isinstance(value, str) or not ASSIGNMENT_PATTERN.match(value):
                 raise CourseError(f"{folder / 'nbgrader_config.py'}: CourseDirectory.{name} = {value!r} is not "
                                   "a folder name inside the course")
         if timeout is not None and (not isinstance(timeout, int) or timeout < 1):
             raise CourseError(f"{folder / 'nbgrader_config.py'}: Execute.timeout = {timeout!r} is not a number "
                               "of seconds")
-        return cls(folder, directory.get("source_directory", "source"),
-                   directory.get("submitted_directory", "submitted"), timeout, tuple(unfollowed))
+        return cls(folder, **folders, cell_timeout=timeout, unfollowed=tuple(unfollowed))
 
     @property
     def sources(self) -> Path:
         return self.root / self.source_directory
+
+    @property
+    def release(self) -> Path:
+        return self.root / self.release_directory
 
     @property
     def submitted(self) -> Path:
@@ -147,43 +154,6 @@ def assignments() -> list[str]:
     return Course.repository().assignments()
 
 
-def source_notebooks(assignment: str) -> list[Path]:
-    """The source notebooks of an assignment of this repository's own course."""
-    return Course.repository().source_notebooks(assignment)
-
-
-def gradebook_url(root: Path) -> str:
-    """The gradebook of the course directory ``root``: SQLite, where nbgrader puts it by default."""
-    return f"sqlite:///{root / 'gradebook.db'}"
-
-
-def create_gradebook(url: str) -> None:
-    """Give the database at ``url`` nbgrader's tables, stamped with the newest migration, unless it has tables.
-
-    nbgrader's ``Gradebook`` does the same when it opens an empty database, but it learns
-    the migration's name by running the ``alembic`` command: a new Python that imports
-    alembic and nbgrader again, 4.4 s on a 2-core machine, and an error when the
-    environment's bin folder is not on PATH.  Here the name is read from nbgrader's own
-    migration scripts, in this process; ``Gradebook`` then finds its tables and goes on.
-    """
-    import sqlalchemy
-    from alembic.script import ScriptDirectory
-    from nbgrader.api import Base
-    from nbgrader.dbutil import ALEMBIC_DIR
-
-    engine = sqlalchemy.create_engine(url)
-    try:
-        with engine.begin() as connection:
-            if sqlalchemy.inspect(connection).get_table_names():
-                return
-            Base.metadata.create_all(connection)
-            connection.execute(sqlalchemy.text("CREATE TABLE alembic_version (version_num VARCHAR(32) NOT NULL)"))
-            connection.execute(sqlalchemy.text("INSERT INTO alembic_version (version_num) VALUES (:head)"),
-                               {"head": ScriptDirectory(ALEMBIC_DIR).get_current_head()})
-    finally:
-        engine.dispose()
-
-
 def nbgrader_config(root: Path, *, timeout: int = CELL_TIMEOUT, notebook_timeout: int = NOTEBOOK_TIMEOUT) -> Config:
     """The nbgrader configuration for a course directory at ``root``.
 
@@ -191,13 +161,14 @@ def nbgrader_config(root: Path, *, timeout: int = CELL_TIMEOUT, notebook_timeout
     for a whole notebook.  The solution's check records live in ``root/reference``.
     """
     # Imported here so that `import autograder.course` stays light.
+    from autograder import gradebook
     from autograder.feedback import FeedbackExporter
     from autograder.preprocessors import autograde_preprocessors, feedback_preprocessors, sanitize_preprocessors
 
     config = Config()
     config.CourseDirectory.root = str(root)
     config.CourseDirectory.course_id = COURSE_ID
-    config.CourseDirectory.db_url = gradebook_url(root)
+    config.CourseDirectory.db_url = gradebook.url(root)
     config.CourseDirectory.source_directory = "source"
     config.CourseDirectory.release_directory = "release"
     config.CourseDirectory.submitted_directory = "submitted"

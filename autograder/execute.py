@@ -11,6 +11,7 @@ rest marked as not run) when the kernel dies or ignores an interrupt.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import shutil
 import sys
@@ -32,8 +33,24 @@ from traitlets import DottedObjectName, Integer, Type, Unicode
 from traitlets.config import Config
 
 from autograder import sandbox
+from autograder.course import REPO_ROOT
 from autograder.verdicts import overflow_record
 from nlpbook.checks import CHECK_MIME, GRADING_ENV
+
+# The notebook metadata key where SandboxedExecute records why it stopped a notebook early (a
+# :class:`Stop` as a dict). The grader writes it; a submission's own value is removed before it runs.
+STOP_KEY = "autograder_stop"
+
+
+@dataclass(frozen=True)
+class Stop:
+    """Why a notebook stopped before its last cell: ``kind`` is ``"died"`` (the kernel exited or was
+    killed), ``"cell-timeout"`` (a cell ignored the interrupt at its limit) or ``"notebook-timeout"``;
+    ``cell`` the index of the cell that was running (None past the notebook's limit), ``reason`` in words."""
+
+    kind: str
+    cell: int | None
+    reason: str
 
 class QuickReadyClient(AsyncKernelClient):
     """jupyter_client's kernel client, minus a fixed wait when the kernel is ready.
@@ -136,30 +153,37 @@ class SandboxedExecute(Execute):
     def preprocess(self, nb, resources=None, km=None):
         self._cell_timeout = self.timeout
         self._deadline = time.monotonic() + self.notebook_timeout
-        self._stopped: str | None = None
+        self._stopped: Stop | None = None
         self._output_bytes = 0
         self._record_bytes = 0
         self._records_overflowed = False
         self._truncated = False
+        nb.metadata.pop(STOP_KEY, None)
         with _outputs_unvalidated():
-            return super().preprocess(nb, resources, km)
+            nb, resources = super().preprocess(nb, resources, km)
+        if self._stopped is not None:
+            nb.metadata[STOP_KEY] = dataclasses.asdict(self._stopped)
+        return nb, resources
 
     def preprocess_cell(self, cell, resources, index):
         if cell.cell_type != "code" or not cell.source.strip():
             return cell, resources
         if self._stopped is None and time.monotonic() >= self._deadline:
-            self._stop(f"the notebook ran past its time limit of {self.notebook_timeout} s")
+            self._stop(Stop("notebook-timeout", None,
+                            f"the notebook ran past its time limit of {self.notebook_timeout} s"))
         if self._stopped is not None:
-            cell.outputs = [_error("NotRun", f"not run: {self._stopped}")]
+            cell.outputs = [_error("NotRun", f"not run: {self._stopped.reason}")]
             return cell, resources
         self.timeout = max(1, min(self._cell_timeout, int(self._deadline - time.monotonic()) + 1))
         try:
             return super().preprocess_cell(cell, resources, index)
         except DeadKernelError:
-            self._stop(f"the kernel died while cell {index} ran ({self._exit_status()})", kill=False)
+            self._stop(Stop("died", index, f"the kernel died while cell {index} ran ({self._exit_status()})"),
+                       kill=False)
         except CellTimeoutError:
-            self._stop(f"cell {index} ran past its time limit of {self.timeout} s and ignored the interrupt")
-        cell.outputs.append(_error("KernelStopped", self._stopped))
+            self._stop(Stop("cell-timeout", index,
+                            f"cell {index} ran past its time limit of {self.timeout} s and ignored the interrupt"))
+        cell.outputs.append(_error("KernelStopped", self._stopped.reason))
         return cell, resources
 
     def _exit_status(self) -> str:
@@ -169,9 +193,9 @@ class SandboxedExecute(Execute):
             return "no exit status"
         return f"killed by signal {-code}" if code < 0 else f"exit status {code}"
 
-    def _stop(self, reason: str, kill: bool = True) -> None:
-        self._stopped = reason
-        self.log.warning("Stopping the notebook: %s", reason)
+    def _stop(self, stop: Stop, kill: bool = True) -> None:
+        self._stopped = stop
+        self.log.warning("Stopping the notebook: %s", stop.reason)
         if kill and self.km is not None:
             try:
                 run_sync(self.km.shutdown_kernel)(now=True)
@@ -257,10 +281,6 @@ class SandboxSession:
         shutil.rmtree(self.root, ignore_errors=True)
 
 
-# The folder that holds the grader's packages: this repository (or site-packages, when installed).
-GRADER_HOME = Path(__file__).resolve().parent.parent
-
-
 def exposed_paths(hidden: list[Path] = ()) -> list[Path]:
     """What the kernel must read: the Python installation, the import path and the ``nlpbook`` package.
 
@@ -272,7 +292,7 @@ def exposed_paths(hidden: list[Path] = ()) -> list[Path]:
     """
     import importlib.util
 
-    repo = GRADER_HOME
+    repo = REPO_ROOT  # the folder that holds the grader's packages
     hidden = [Path(p).resolve() for p in hidden]
     package = Path(next(iter(importlib.util.find_spec("nlpbook").submodule_search_locations))).resolve()
     prefixes = {Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve()}

@@ -1,4 +1,5 @@
-"""Regenerate the student notebooks (``exercises/``) from the sources (``solutions/``).
+"""Regenerate the student notebooks (``exercises/``) from the sources (``solutions/``), or those of
+any nbgrader course (its ``release/`` from its ``source/``).
 
 nbgrader's own ``generate_assignment`` does the work: it replaces the code
 between ``### BEGIN SOLUTION`` and ``### END SOLUTION`` with a stub, removes
@@ -13,28 +14,29 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from autograder.course import (EXERCISES, SOLUTIONS, CourseError, create_gradebook, gradebook_url, nbgrader_config,
-                               source_notebooks)
+from autograder import gradebook
+from autograder.course import Course, CourseError, nbgrader_config
 
 log = logging.getLogger("autograder")
 
 IGNORED = shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__", "*.pyc")
 
 
-def run_generate_assignment(root: Path, assignment: str) -> None:
+def run_generate_assignment(root: Path, assignment: str, origin: Path | None = None) -> None:
     """Run nbgrader's generate_assignment in the course directory ``root``.
 
     Reads ``root/source/ASSIGNMENT``; writes ``root/release/ASSIGNMENT`` and
-    records the assignment, its cells and their checksums in the gradebook.
+    records the assignment, its cells and their checksums in the gradebook.  ``origin``, the
+    instructor's folder the sources were copied from, is what an error names.
     """
     from nbgrader.apps import NbGraderAPI
 
-    create_gradebook(gradebook_url(root))
+    gradebook.create(gradebook.url(root))
     api = NbGraderAPI(config=nbgrader_config(root))
     result = api.generate_assignment(assignment, force=True, create=True)
     if not result["success"]:
         raise CourseError(
-            f"nbgrader generate_assignment failed for {SOLUTIONS / assignment}:\n"
+            f"nbgrader generate_assignment failed for {origin or root / 'source' / assignment}:\n"
             f"{result.get('log', '')}\n{result.get('error', '')}"
         )
 
@@ -58,32 +60,35 @@ def replace_directory(new: Path, target: Path) -> None:
             shutil.rmtree(staging)
 
 
-def generate_release(assignment: str, destination: Path | None = None) -> list[Path]:
-    """Generate the student notebooks of ``assignment`` into ``destination``.
+def generate_release(assignment: str, destination: Path | None = None, course: Course | None = None) -> list[Path]:
+    """Generate the student notebooks of ``assignment`` of ``course`` (this repository's by default)
+    into ``destination``, by default the course's release folder (``exercises/ASSIGNMENT`` here).
 
-    ``destination`` defaults to ``exercises/ASSIGNMENT``.  Returns the notebooks written.
+    The course's own gradebook is never written: nbgrader runs in a throw-away copy.
+    Returns the notebooks written.
     """
-    source_notebooks(assignment)  # a clear error for an unknown assignment
-    destination = destination or EXERCISES / assignment
+    course = course or Course.repository()
+    source = course.folder(assignment)  # a clear error for an unknown assignment
+    destination = destination or course.release / assignment
     with tempfile.TemporaryDirectory(prefix="nlpbook-generate-") as tmp:
         root = Path(tmp)
-        shutil.copytree(SOLUTIONS / assignment, root / "source" / assignment, ignore=IGNORED)
-        run_generate_assignment(root, assignment)
+        shutil.copytree(source, root / "source" / assignment, ignore=IGNORED)
+        run_generate_assignment(root, assignment, origin=source)
         replace_directory(root / "release" / assignment, destination)
     written = sorted(destination.glob("*.ipynb"))
     log.info("generated %d notebook(s) for %s into %s", len(written), assignment, destination)
-    warn_about_weaker_tests(assignment)
+    warn_about_weaker_tests(assignment, course)
     return written
 
 
-def warn_about_weaker_tests(assignment: str) -> list[str]:
+def warn_about_weaker_tests(assignment: str, course: Course | None = None) -> list[str]:
     """Log, all at once, the test cells of ``assignment`` that nbgrader's own rules will grade."""
     import nbformat
 
     from autograder.verdicts import weaker_test_cells
 
     found = []
-    for path in source_notebooks(assignment):
+    for path in (course or Course.repository()).source_notebooks(assignment):
         cells = weaker_test_cells(nbformat.read(path, as_version=4))
         if cells:
             found.append(f"{path.name}: {', '.join(cells)}")

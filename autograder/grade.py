@@ -60,9 +60,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from autograder import jobs, sandbox
-from autograder.course import (CELL_TIMEOUT, COURSE_ID, CPU_GRACE, NOTEBOOK_TIMEOUT, REPO_ROOT, Course, CourseError,
-                               create_gradebook, gradebook_url)
+from autograder import gradebook, jobs, sandbox
+from autograder.course import CELL_TIMEOUT, CPU_GRACE, NOTEBOOK_TIMEOUT, REPO_ROOT, Course, CourseError
 from autograder.generate import IGNORED, run_generate_assignment
 from autograder.pool import thread_share
 
@@ -137,7 +136,7 @@ class GradingRun:
 
     @property
     def db_url(self) -> str:
-        return gradebook_url(self.course)
+        return gradebook.url(self.course)
 
     @property
     def work(self) -> Path:
@@ -182,36 +181,13 @@ def check_inputs(run: GradingRun) -> None:
         raise CourseError(f"{run.out}: another grading run is using this folder; wait for it to finish") from None
     for stale in run.out.glob(".staging-*"):  # left by a run that was killed
         shutil.rmtree(stale, ignore_errors=True)
-    where = run.db or gradebook_url(run.out / "course")
-    manual = 0 if run.replace else _manual_grades(where, run.db is None and not (run.out / "course").exists())
+    where = run.db or gradebook.url(run.out / "course")
+    absent = run.db is None and not (run.out / "course").exists()
+    manual = 0 if run.replace or absent else gradebook.manual_entries(where)
     if manual:
         raise CourseError(
             f"{where.split('@')[-1]} holds {manual} manual grade(s) or comment(s) for this course; grading again "
             "would replace them. Choose a new --out folder (and database), or pass --replace to discard them.")
-
-
-def _manual_grades(url: str, absent: bool) -> int:
-    """How many grades and comments a person entered in the gradebook at ``url`` (0 if there is none)."""
-    if absent:
-        return 0
-    import sqlalchemy
-
-    try:
-        engine = sqlalchemy.create_engine(url)
-    except (sqlalchemy.exc.SQLAlchemyError, ImportError) as error:
-        raise CourseError(f"cannot open the gradebook at {url.split('@')[-1]}: {_first_line(error)}") from None
-    try:
-        with engine.connect() as connection:
-            tables = sqlalchemy.inspect(connection).get_table_names()
-            if "grade" not in tables:
-                return 0
-            return connection.execute(sqlalchemy.text(
-                "SELECT (SELECT count(*) FROM grade WHERE manual_score IS NOT NULL) + "
-                "(SELECT count(*) FROM comment WHERE manual_comment IS NOT NULL AND manual_comment != '')")).scalar()
-    except (sqlalchemy.exc.SQLAlchemyError, ImportError) as error:
-        raise CourseError(f"cannot read the gradebook at {url.split('@')[-1]}: {_first_line(error)}") from None
-    finally:
-        engine.dispose()
 
 
 def _first_line(error: Exception) -> str:
@@ -449,7 +425,6 @@ def set_due_date(run: GradingRun) -> None:
     """Give the assignment the instructor's due date, from which nbgrader measures each submission's lateness."""
     if run.duedate is None:
         return
-    from nbgrader.api import Gradebook
     from nbgrader.utils import parse_utc
 
     try:
@@ -457,8 +432,7 @@ def set_due_date(run: GradingRun) -> None:
     except (ValueError, TypeError) as error:
         raise CourseError(f"--duedate {run.duedate!r}: not a date nbgrader reads, such as "
                           f"'2026-03-01 17:00:00 Europe/Paris' ({error})") from None
-    with Gradebook(run.db_url, COURSE_ID) as gradebook:
-        gradebook.update_or_create_assignment(run.assignment, duedate=duedate)
+    gradebook.set_duedate(run.db_url, run.assignment, duedate)
     log.info("due date: %s UTC", duedate)
 
 
@@ -547,17 +521,12 @@ def _report_failing_on_solution(run: GradingRun) -> None:
 
 def collect_submissions(run: GradingRun) -> None:
     """Copy (never move) each student's notebooks into the course, and list every student in the gradebook."""
-    from nbgrader.api import Gradebook
-
-    with Gradebook(run.db_url, COURSE_ID) as gradebook:
-        for submission in run.submissions:
-            gradebook.update_or_create_student(submission.student)
-            if submission.status == "missing":
-                continue
-            target = run.course / "submitted" / submission.student / run.assignment
-            target.mkdir(parents=True)
-            for path in submission.handed_in_files():
-                shutil.copyfile(path, target / path.name)
+    gradebook.add_students(run.db_url, [submission.student for submission in run.submissions])
+    for submission in run.handed_in():
+        target = run.course / "submitted" / submission.student / run.assignment
+        target.mkdir(parents=True)
+        for path in submission.handed_in_files():
+            shutil.copyfile(path, target / path.name)
 
 
 def grade_submissions(run: GradingRun) -> None:
@@ -573,13 +542,13 @@ def grade_submissions(run: GradingRun) -> None:
     # or with how many threads.
     grading_terms = [run.course_key, str(run.duedate), *_flat(_files(run.course / "reference")),
                      repr((*settings.sandboxing(), settings.feedback))]
-    gradebook = sqlalchemy.create_engine(run.db_url)
+    database = sqlalchemy.create_engine(run.db_url)
     try:
         for submission in run.handed_in():
             notebooks = {path.name: path.read_bytes() for path in submission.handed_in_files()}
             keys[submission.student] = key = _digest([*grading_terms, submission.student, *_flat(notebooks)])
             if (results / key).exists() and not run.regrade:
-                _merge(run, gradebook, submission, pickle.loads((results / key).read_bytes()), reused=True)
+                _merge(run, database, submission, pickle.loads((results / key).read_bytes()), reused=True)
             else:
                 todo.append(jobs.Job("student", submission.student, course, settings, notebooks))
         by_student = {s.student: s for s in run.submissions}
@@ -593,13 +562,13 @@ def grade_submissions(run: GradingRun) -> None:
                     temporary = results / f".{keys[result.student]}.{os.getpid()}"
                     temporary.write_bytes(pickle.dumps(result))
                     os.replace(temporary, results / keys[result.student])
-                _merge(run, gradebook, submission, result)
+                _merge(run, database, submission, result)
                 progress.done(submission)
     finally:
-        gradebook.dispose()
+        database.dispose()
 
 
-def _merge(run: GradingRun, gradebook, submission: Submission, result: jobs.Result, reused: bool = False) -> None:
+def _merge(run: GradingRun, database, submission: Submission, result: jobs.Result, reused: bool = False) -> None:
     """Put one worker's result into the staging course: its files, and its rows in the gradebook."""
     submission.seconds = result.seconds
     if not result.success:
@@ -610,11 +579,11 @@ def _merge(run: GradingRun, gradebook, submission: Submission, result: jobs.Resu
     for relative, data in result.files.items():
         (run.course / relative).parent.mkdir(parents=True, exist_ok=True)
         (run.course / relative).write_bytes(data)
-    jobs.merge_rows(gradebook, result.rows)
+    gradebook.merge_rows(database, result.rows)
     submission.status = "graded"
     if result.message:
         submission.flag(result.message)
-    _log_stopped_kernels(submission, result.log)
+    _flag_stopped_notebooks(submission, getattr(result, "stops", {}))  # results saved before stops: none
     log.info("%-20s graded%s in %.1f s", submission.student, " (saved by an earlier run)" if reused else "",
              result.seconds)
 
@@ -658,32 +627,23 @@ class _Progress:
             handler.setStream(stream)
 
 
-def _log_stopped_kernels(submission: Submission, nbgrader_log: str) -> None:
+def _flag_stopped_notebooks(submission: Submission, stops: dict[str, dict]) -> None:
     """Say which notebooks stopped early (a kernel that died, a time limit): the score counts what ran."""
-    console = [line.split(jobs.KERNEL_CONSOLE, 1)[1].strip() for line in nbgrader_log.splitlines()
-               if jobs.KERNEL_CONSOLE in line]
-    for line in nbgrader_log.splitlines():
-        if "Stopping the notebook:" in line:
-            reason = line.split("Stopping the notebook:", 1)[1].strip()
-            if "the kernel died" in reason and console:
-                reason += f" (the kernel's console: {console[-1]})"
-            submission.flag(f"notebook stopped early, {reason}; the cells after it were not run", review=False)
+    for notebook, stop in sorted(stops.items()):
+        reason = stop["reason"] + (f" (the kernel's console: {stop['console']})" if stop.get("console") else "")
+        submission.flag(f"{notebook} stopped early, {reason}; the cells after it were not run", review=False)
 
 
 def read_scores(run: GradingRun) -> None:
     """Each student's total and maximum, from the gradebook."""
-    from nbgrader.api import Gradebook, MissingEntry
-
-    with Gradebook(run.db_url, COURSE_ID) as gradebook:
-        for submission in run.submissions:
-            try:
-                record = gradebook.find_submission(run.assignment, submission.student)
-            except MissingEntry:
-                submission.max_score = gradebook.find_assignment(run.assignment).max_score
-                continue
-            submission.score, submission.max_score = record.score, record.max_score
-            if record.needs_manual_grade:
-                submission.problems.append("written answers wait for manual grading")
+    totals = gradebook.totals(run.db_url, run.assignment, [submission.student for submission in run.submissions])
+    for submission in run.submissions:
+        total = totals[submission.student]
+        submission.max_score = total.max_score
+        if total.handed_in:
+            submission.score = total.score
+        if total.needs_manual_grade:
+            submission.problems.append("written answers wait for manual grading")
 
 
 def copy_feedback(run: GradingRun) -> None:
@@ -694,24 +654,12 @@ def copy_feedback(run: GradingRun) -> None:
 
 def export_grades(run: GradingRun) -> None:
     """``grades.csv`` (nbgrader's CSV export), ``parts.csv`` (one row per graded cell), ``lms.csv`` (totals)."""
-    from nbgrader.api import Gradebook, MissingEntry
-    from nbgrader.plugins import CsvExportPlugin
-
-    with Gradebook(run.db_url, COURSE_ID) as gradebook:
-        CsvExportPlugin(to=str(run.staging / "grades.csv"), assignment=[run.assignment]).export(gradebook)
-        with open(run.staging / "parts.csv", "w", newline="", encoding="utf-8") as handle:
-            writer = csv.writer(handle)
-            writer.writerow(["student_id", "assignment", "notebook", "part", "score", "max_score",
-                             "needs_manual_grade"])
-            for submission in run.submissions:
-                try:
-                    record = gradebook.find_submission(run.assignment, submission.student)
-                except MissingEntry:
-                    continue
-                for notebook in record.notebooks:
-                    for grade in sorted(notebook.grades, key=lambda g: g.name):
-                        writer.writerow([submission.student, run.assignment, notebook.name, grade.name,
-                                         grade.score, grade.max_score, grade.needs_manual_grade])
+    gradebook.export_csv(run.db_url, run.assignment, run.staging / "grades.csv")
+    with open(run.staging / "parts.csv", "w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(gradebook.CELL_GRADE_COLUMNS)
+        writer.writerows(gradebook.cell_grades(run.db_url, run.assignment,
+                                               [submission.student for submission in run.submissions]))
     # What an LMS grade import (Moodle, Canvas, Blackboard) maps: an id column and one grade column.
     with open(run.staging / "lms.csv", "w", newline="", encoding="utf-8") as handle:
         writer = csv.writer(handle)
@@ -734,31 +682,7 @@ def publish_database(run: GradingRun) -> None:
     """With ``--db``: copy the whole gradebook into that database in one transaction (nothing half-written)."""
     if not run.db:
         return
-    import sqlalchemy
-    from nbgrader.api import Base
-
-    try:
-        create_gradebook(run.db)  # nbgrader's tables (and their migration stamp), if they are new
-        source, target = sqlalchemy.create_engine(run.db_url), sqlalchemy.create_engine(run.db)
-        try:
-            with source.connect() as reading, target.begin() as writing:
-                # nbgrader adds a "default_course" row to every gradebook it creates.
-                courses = {row[0] for row in writing.execute(sqlalchemy.text("SELECT id FROM course"))}
-                others = sorted(courses - {COURSE_ID, "default_course"})
-                if others:
-                    raise CourseError(f"--db {run.db.split('@')[-1]}: it holds other courses ({', '.join(others)}); "
-                                      "give each course a database of its own")
-                for table in reversed(Base.metadata.sorted_tables):
-                    writing.execute(table.delete())
-                for table in Base.metadata.sorted_tables:
-                    rows = [dict(row) for row in reading.execute(table.select()).mappings()]
-                    if rows:
-                        writing.execute(table.insert(), rows)
-        finally:
-            source.dispose()
-            target.dispose()
-    except (sqlalchemy.exc.SQLAlchemyError, ImportError) as error:
-        raise CourseError(f"--db {run.db.split('@')[-1]}: {_first_line(error)} (nothing was published)") from None
+    gradebook.copy_all(run.db_url, run.db)
     (run.course / "gradebook.db").unlink()  # one gradebook only: the database
     log.info("gradebook published to %s", _without_password(run.db))
 

@@ -1,5 +1,8 @@
 """Build student submissions from the exercise notebook, the way a student would.
 
+The notebooks come from this repository's course (``solutions/`` and ``exercises/``) unless
+``sources`` and ``release`` name the folders of another course's assignments.
+
 A submission starts as the generated exercise; each solution cell is filled in
 with the instructor's solution (markers removed), then optionally edited by
 exact string replacements, so every "mistake" is a known, small change that
@@ -22,9 +25,9 @@ def load(path: Path) -> nbformat.NotebookNode:
     return nbformat.read(path, as_version=4)
 
 
-def solution_sources(assignment: str, notebook: str) -> dict[str, str]:
+def solution_sources(assignment: str, notebook: str, sources: Path = SOLUTIONS) -> dict[str, str]:
     """The source of every solution cell of a source notebook, by cell id, without the markers."""
-    source = load(SOLUTIONS / assignment / f"{notebook}.ipynb")
+    source = load(sources / assignment / f"{notebook}.ipynb")
     sources = {}
     for cell in source.cells:
         if cell.metadata.get("nbgrader", {}).get("solution"):
@@ -34,10 +37,11 @@ def solution_sources(assignment: str, notebook: str) -> dict[str, str]:
 
 
 def solved(assignment: str, notebook: str, edits: dict[str, list[tuple[str, str]]] | None = None,
-           *, answers: bool = True, replace: dict[str, str] | None = None) -> nbformat.NotebookNode:
+           *, answers: bool = True, replace: dict[str, str] | None = None, sources: Path = SOLUTIONS,
+           release: Path = EXERCISES) -> nbformat.NotebookNode:
     """The exercise with every solution cell filled in (``replace`` gives whole cells), then ``edits`` applied."""
-    exercise = copy.deepcopy(load(EXERCISES / assignment / f"{notebook}.ipynb"))
-    sources = {**solution_sources(assignment, notebook), **(replace or {})}
+    exercise = copy.deepcopy(load(release / assignment / f"{notebook}.ipynb"))
+    solutions = {**solution_sources(assignment, notebook, sources), **(replace or {})}
     edits = dict(edits or {})
     for cell in exercise.cells:
         meta = cell.metadata.get("nbgrader", {})
@@ -45,7 +49,7 @@ def solved(assignment: str, notebook: str, edits: dict[str, list[tuple[str, str]
             continue
         grade_id = meta["grade_id"]
         if cell.cell_type == "code" or answers:
-            cell.source = sources[grade_id]
+            cell.source = solutions[grade_id]
         for old, new in edits.pop(grade_id, []):
             if old not in cell.source:
                 raise ValueError(f"edit for cell {grade_id!r} does not apply: {old!r} not found")

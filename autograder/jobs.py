@@ -6,7 +6,7 @@ so it runs the same in a local process and on a Dask worker elsewhere.  The
 worker grades in a private copy of the course with nbgrader's own
 ``autograde`` and ``generate_feedback``, and returns the files they wrote and
 the gradebook rows they added.  Only the coordinating process writes the real
-gradebook (:func:`merge_rows`).
+gradebook (:func:`autograder.gradebook.merge_rows`).
 
 Kernels come from a zygote (:mod:`autograder.zygote`): the one the coordinator
 started on this machine (``Settings.zygote``), or, on a Dask worker, one of
@@ -26,11 +26,9 @@ import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from autograder import sandbox
-from autograder.course import COURSE_ID, gradebook_url, nbgrader_config
+from autograder import gradebook, sandbox
+from autograder.course import nbgrader_config
 
-# Starts the line of a job's log that quotes a dead kernel's own console (autograder.grade reports it).
-KERNEL_CONSOLE = "Kernel console, last lines:"
 # What every kernel prints as it starts (the debugger's notes, ipykernel's banner), in an order that
 # varies from run to run: never the cause of a death.
 CONSOLE_NOISE = ("Debugger warning", "frozen modules", "-Xfrozen_modules", "PYDEVD_DISABLE_FILE_VALIDATION",
@@ -43,10 +41,6 @@ def last_words(console: str, lines: int = 3) -> str:
     kept = [line.strip() for line in console.splitlines()
             if line.strip() and not any(noise in line for noise in CONSOLE_NOISE)]
     return " | ".join(kept[-lines:]) or "(nothing)"
-
-
-# Rows of these tables belong to one student's submission; everything else is the course's.
-STUDENT_TABLES = ("submitted_assignment", "submitted_notebook", "grade", "comment")
 
 
 @dataclass
@@ -111,6 +105,9 @@ class Result:
     files: dict[str, bytes] = field(default_factory=dict)  # autograded/..., feedback/..., reference/...
     rows: dict[str, list[dict]] = field(default_factory=dict)
     seconds: float = 0.0
+    # Notebooks that stopped early: notebook file name -> the grader's Stop (execute.STOP_KEY) as a dict,
+    # with, for a kernel that died, "console": the last lines the kernel printed outside the notebook.
+    stops: dict[str, dict] = field(default_factory=dict)
 
 
 def run(job: Job) -> Result:
@@ -208,8 +205,6 @@ def _grade(job: Job, root: Path) -> Result:
         graded = NbGraderAPI(config=config).autograde(job.course.assignment, job.student, force=True, create=True)
         console = session.console(errors_only=True)
     log = graded.get("log") or ""
-    if "the kernel died" in log:
-        log += f"\n{KERNEL_CONSOLE} {last_words(console)}\n"
     if not graded["success"]:
         reason = (graded.get("error") or log or "no message").strip().splitlines()[-1]
         return Result(job.student, False, f"nbgrader autograde failed ({reason})", log)
@@ -225,35 +220,23 @@ def _grade(job: Job, root: Path) -> Result:
             if path.is_file():
                 files[path.relative_to(root).as_posix()] = path.read_bytes()
     return Result(job.student, True, message, log + (feedback.get("log") or ""), files,
-                  _student_rows(root / "gradebook.db"))
+                  gradebook.student_rows(root / "gradebook.db"), stops=_stops(files, console))
 
 
-def _student_rows(database: Path) -> dict[str, list[dict]]:
-    """The rows of :data:`STUDENT_TABLES` in the private gradebook: all of them are this student's.
+def _stops(files: dict[str, bytes], console: str) -> dict[str, dict]:
+    """The notebooks of a graded hand-in that stopped early, read from the autograded notebooks."""
+    import nbformat
 
-    The course a job carries is read before any result is merged, so its gradebook has
-    no submission rows; whatever the private copy holds, autograde wrote for this student.
-    """
-    import sqlalchemy
-    from nbgrader.api import Base
+    from autograder.execute import STOP_KEY
 
-    engine = sqlalchemy.create_engine(f"sqlite:///{database}")
-    try:
-        with engine.connect() as connection:
-            return {name: [dict(row) for row in connection.execute(Base.metadata.tables[name].select()).mappings()]
-                    for name in STUDENT_TABLES}
-    finally:
-        engine.dispose()
-
-
-def merge_rows(engine, rows: dict[str, list[dict]]) -> None:
-    """Add one student's rows to the gradebook behind ``engine``, all or nothing (the coordinator's job)."""
-    from nbgrader.api import Base
-
-    with engine.begin() as connection:
-        for name in STUDENT_TABLES:
-            if rows.get(name):
-                connection.execute(Base.metadata.tables[name].insert(), rows[name])
+    stops = {}
+    for relative, data in files.items():
+        if relative.startswith("autograded/") and relative.endswith(".ipynb"):
+            stop = nbformat.reads(data.decode("utf-8"), as_version=4).metadata.get(STOP_KEY)
+            if stop:
+                stops[Path(relative).name] = {**stop, **({"console": last_words(console)}
+                                                          if stop["kind"] == "died" else {})}
+    return stops
 
 
 def _jupyter_runtime_dir() -> Path:

@@ -1,4 +1,4 @@
-"""How strong are the hidden tests?  ``python -m autograder check-tests ASSIGNMENT``.
+"""How strong are the hidden tests?  ``python -m autograder check-tests ASSIGNMENT [--course DIR]``.
 
 Mutation testing for an exercise: plant one small bug in one solution cell
 (:func:`mutants`), hand the result in as if a student had written it, grade
@@ -22,7 +22,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from autograder.course import SOLUTIONS, source_notebooks
+from autograder.course import SOLUTIONS, Course
 from autograder.handins import MARKERS, load, solution_sources, solved, write
 
 SWAPS = {ast.Add: ast.Sub, ast.Sub: ast.Add, ast.Mult: ast.Div, ast.Div: ast.Mult, ast.MatMult: ast.Mult,
@@ -127,11 +127,11 @@ def mutants(part: str, source: str, lines: set[int] | None = None) -> list[Mutan
     return found
 
 
-def planted_bugs(assignment: str, notebook: str) -> dict[str, list[Mutant]]:
+def planted_bugs(assignment: str, notebook: str, sources: Path = SOLUTIONS) -> dict[str, list[Mutant]]:
     """Every mutant of every solution code cell of one source notebook, by the cell's grade id."""
-    solutions = solution_sources(assignment, notebook)
+    solutions = solution_sources(assignment, notebook, sources)
     bugs = {}
-    for cell in load(SOLUTIONS / assignment / f"{notebook}.ipynb").cells:
+    for cell in load(sources / assignment / f"{notebook}.ipynb").cells:
         if cell.cell_type == "code" and cell.metadata.get("nbgrader", {}).get("solution"):
             part = cell.metadata["nbgrader"]["grade_id"]
             bugs[part] = mutants(part, solutions[part], solution_lines(cell.source))
@@ -151,24 +151,30 @@ class PartReport:
 
 
 def check_tests(assignment: str, out: Path | None = None, *, workers: int | None = None, timeout: int = 30,
-                limit: int | None = None, sandbox_mode: str = "auto") -> list[PartReport]:
-    """Grade every mutant of every solution cell of ``assignment``; one report per part."""
+                limit: int | None = None, sandbox_mode: str = "auto", course: Course | None = None) -> list[PartReport]:
+    """Grade every mutant of every solution cell of ``assignment`` of ``course`` (this repository's by
+    default); one report per part.  The course's folders are only read: the student version the
+    mutants start from is generated afresh into ``out/release``."""
+    from autograder.generate import generate_release
     from autograder.grade import grade
 
-    out = Path(out or tempfile.mkdtemp(prefix=f"check-tests-{assignment}-"))
-    submissions = out / "mutants"
+    course = course or Course.repository()
+    out = Path(out or tempfile.mkdtemp(prefix=f"check-tests-{assignment}-")).absolute()
+    submissions, release = out / "mutants", out / "release"
+    generate_release(assignment, release / assignment, course=course)
     planted: dict[str, tuple[str, Mutant | None]] = {}
-    for path in source_notebooks(assignment):
-        for part, bugs in planted_bugs(assignment, path.stem).items():
+    for path in course.source_notebooks(assignment):
+        hand_in = dict(sources=course.sources, release=release)
+        for part, bugs in planted_bugs(assignment, path.stem, course.sources).items():
             for number, mutant in enumerate(bugs[:limit]):
                 student = f"{path.stem}-{part}-{number:03d}".replace("_", "-")
-                write(solved(assignment, path.stem, replace={part: mutant.source}), submissions / student / assignment,
-                      path.stem)
+                write(solved(assignment, path.stem, replace={part: mutant.source}, **hand_in),
+                      submissions / student / assignment, path.stem)
                 planted[student] = (path.stem, mutant)
-        write(solved(assignment, path.stem), submissions / f"{path.stem}-control" / assignment, path.stem)
+        write(solved(assignment, path.stem, **hand_in), submissions / f"{path.stem}-control" / assignment, path.stem)
         planted[f"{path.stem}-control"] = (path.stem, None)
     run = grade(assignment, submissions, out / "graded", timeout=timeout, notebook_timeout=20 * timeout,
-                workers=workers, sandbox_mode=sandbox_mode, replace=True)
+                workers=workers, sandbox_mode=sandbox_mode, replace=True, course=course)
     scores = {s.student: (s.score if s.status == "graded" else -1.0) for s in run.submissions}
     reports: dict[str, PartReport] = {}
     for student, (notebook, mutant) in planted.items():

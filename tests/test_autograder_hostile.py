@@ -21,6 +21,7 @@ import pytest
 from nbformat.v4 import new_code_cell
 
 from autograder.course import EXERCISES, REPO_ROOT, SOLUTIONS
+from autograder.execute import STOP_KEY
 from conftest import run_autograder
 from processes import left_behind, processes
 from autograder.handins import solved, write
@@ -360,6 +361,14 @@ def _(ctx):
     return notebook
 
 
+@student("forges-a-stop", FULL)
+def _(ctx):
+    # The grader records a notebook that stopped early in its metadata; a hand-in's own record is not believed.
+    notebook = solved(ASSIGNMENT, NOTEBOOK)
+    notebook.metadata[STOP_KEY] = {"kind": "died", "cell": 3, "reason": "the kernel died while cell 3 ran"}
+    return notebook
+
+
 # -------------------------------------------------------- broken hand-ins
 
 def _raw(name, content: bytes):
@@ -537,5 +546,8 @@ def test_the_log_names_each_fault(hostile_class):
                         ("links-a-notebook", "a link"), ("renames-the-notebook", "missing")]:
         assert any(name in line and words in line for line in log.splitlines()), (name, words)
     assert "NEEDS REVIEW not-utf8" in log and "NEEDS REVIEW corrupt-json" in log
+    stopped = {name for name in EXPECTED for line in log.splitlines()
+               if f" {name}: " in line and "stopped early" in line}
+    assert stopped == {"exits-the-kernel", "kills-the-kernel", "ignores-interrupts", "too-slow-overall"}, stopped
     assert any("exits-the-kernel" in line and "fatal: the cheese ran out" in line for line in log.splitlines())
     assert "SANDBOX PROTECTION MISSING" not in log  # graded in the strongest mode

@@ -269,3 +269,33 @@ def test_the_class_report_opens_in_chromium_and_quotes_no_hidden_test(example_co
     secrets = set().union(*(hidden_lines(nbformat.read(p, as_version=4))
                             for p in (COURSE / "source" / assignment).glob("*.ipynb")))
     assert not any(line in text for line in secrets)
+
+
+def test_the_student_version_is_generated_into_the_course_as_nbgrader_generates_it(example_course):
+    # `generate --course` writes the course's release/ folder (nothing else of it, never its gradebook);
+    # plain nbgrader's generate_assignment, run by the fixture, is the reference for every cell.
+    assignment, copy = example_course["assignment"], example_course["tmp"] / "course-copy"
+    shutil.copytree(COURSE, copy)
+    result = subprocess.run([sys.executable, "-m", "autograder", "generate", assignment, "--course", str(copy)],
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    example_course["reference"].result()
+    plain = example_course["tmp"] / f"plain-{assignment}" / "release" / assignment
+    ours = copy / "release" / assignment
+    assert sorted(_tree(ours)) == sorted(_tree(plain))
+    for path in ours.glob("*.ipynb"):
+        cells = [(c.cell_type, c.source, c.metadata.get("nbgrader")) for c in nbformat.read(path, as_version=4).cells]
+        assert cells == [(c.cell_type, c.source, c.metadata.get("nbgrader"))
+                         for c in nbformat.read(plain / path.name, as_version=4).cells]
+    shutil.rmtree(copy / "release")
+    assert _tree(copy) == _tree(COURSE)
+
+
+def test_check_tests_plants_bugs_in_a_course_where_it_lives(tmp_path):
+    result = subprocess.run([sys.executable, "-m", "autograder", "check-tests", "partial", "--course", str(COURSE),
+                             "--out", str(tmp_path / "out"), "--workers", "1", "--limit", "2"],
+                            capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "square                              2 / 2    caught" in result.stdout
+    assert (tmp_path / "out" / "release" / "partial" / "partial.ipynb").is_file()
+    assert not (COURSE / "release").exists() and not (COURSE / "gradebook.db").exists()
