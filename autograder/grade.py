@@ -506,17 +506,22 @@ def record_reference(run: GradingRun) -> None:
                         "the student's kernel to report its errors: %s", path.stem, len(plain), ", ".join(plain))
 
 
+def failing_on_solution(notebook: str, cells: list[str]) -> str:
+    """The one wording, for the log, the terminal and the class report, of test cells that fail on the solution."""
+    return (f"INSTRUCTOR TESTS FAIL ON THE SOLUTION in {notebook}.ipynb: {len(cells)} test cell(s) fail when the "
+            f"source notebook itself runs, and are graded by nbgrader's own rules (an error means 0 points): "
+            f"{'; '.join(cells)}")
+
+
 def _report_failing_on_solution(run: GradingRun) -> None:
     """Test cells that fail on the instructor's own solution: graded as nbgrader grades them (an error
     means 0), said loudly here and again at the end; with ``--strict``, the grading stops instead."""
     for notebook, cells in run.failing_on_solution.items():
-        message = (f"INSTRUCTOR TESTS FAIL ON THE SOLUTION in {run.assignment}/{notebook}.ipynb: {len(cells)} test "
-                   f"cell(s) fail when the source notebook itself runs: {'; '.join(cells)}")
+        message = failing_on_solution(f"{run.assignment}/{notebook}", cells)
         if run.strict:
             raise CourseError(f"{message}. --strict: nothing was graded; fix the tests or the solution")
-        log.warning("%s. They are graded by nbgrader's own rules (an error means 0 points), as plain nbgrader "
-                    "would grade them; a student who passes them may have a different answer from yours. "
-                    "Pass --strict to refuse such an assignment.", message)
+        log.warning("%s. Plain nbgrader would grade them so too; a student who passes them may have a different "
+                    "answer from yours. Pass --strict to refuse such an assignment.", message)
 
 
 def collect_submissions(run: GradingRun) -> None:
@@ -673,8 +678,8 @@ def write_report(run: GradingRun) -> None:
     and the submissions flagged for review (:mod:`autograder.report`)."""
     from autograder.report import write_report as write
 
-    warnings = [f"Test cells that fail on your own solution in {notebook}.ipynb, graded by nbgrader's rules: "
-                + "; ".join(cells) for notebook, cells in run.failing_on_solution.items()]
+    warnings = [failing_on_solution(f"{run.assignment}/{notebook}", cells)
+                for notebook, cells in run.failing_on_solution.items()]
     write(run.staging, run.assignment, run.course, run.submissions, warnings)
 
 
@@ -731,8 +736,7 @@ def summarize(run: GradingRun) -> None:
         if submission.needs_review:
             log.warning("NEEDS REVIEW %s: %s", submission.student, "; ".join(submission.problems))
     for notebook, cells in run.failing_on_solution.items():
-        log.warning("INSTRUCTOR TESTS FAIL ON THE SOLUTION in %s.ipynb, graded by nbgrader's own rules: %s",
-                    notebook, "; ".join(cells))
+        log.warning("%s", failing_on_solution(f"{run.assignment}/{notebook}", cells))
 
 
 STEPS: list[Callable[[GradingRun], None]] = [
