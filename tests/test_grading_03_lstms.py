@@ -66,3 +66,17 @@ class TestLstmsExercise(ChapterGrading):
         "translation-ignores-the-learning-rate": (TRANSLATOR, 1.0, {TRANSLATOR: [
             ("torch.optim.Adam(model.parameters(), lr=lr)", "torch.optim.Adam(model.parameters())")]}),
     }
+    # Correct forms written otherwise, as students write them: each must keep every point (the hidden
+    # tests' tolerances must admit their rounding).
+    VARIANTS = {
+        "lstm-through-f-linear": {LSTM: [(
+            "z = x_t @ weight_ih.T + bias_ih + h_prev @ weight_hh.T + bias_hh  # (B, 4H)",
+            "z = (torch.nn.functional.linear(x_t, weight_ih, bias_ih)\n"
+            "         + torch.nn.functional.linear(h_prev, weight_hh, bias_hh))  # (B, 4H)")]},
+        "gru-interpolation-as-a-step-towards-h": {GRU: [(
+            "return (1 - z) * n + z * h_prev", "return n + z * (h_prev - n)")]},
+        "bleu-product-of-precisions": {BLEU: [(
+            "log_precision = sum(math.log(matches[n] / totals[n]) for n in orders) / max_order",
+            "log_precision = math.log(math.prod(matches[n] / totals[n] for n in orders) ** (1 / max_order))")]},
+        "greedy-max-indices": {GREEDY: [("tokens = log_probs.argmax(dim=-1)", "tokens = log_probs.max(dim=-1).indices")]},
+    }
