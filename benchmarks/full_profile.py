@@ -117,7 +117,13 @@ class Recorder:
         self.data["glued"][name] = plain(value)
 
     def display(self, value) -> None:
-        if value is not None:
+        from nlpbook.results import Table, to_record
+
+        if value is None:
+            return
+        if isinstance(value, Table):  # kept as data: a page reads its rows and numbers back
+            self.data["displays"].append(to_record(value))
+        else:
             self.data["displays"].append(value.text if isinstance(value, Markdown) else repr(value)[:2000])
 
     def claim(self, condition, statement, **figures):  # nlpbook.claim's signature; never raises
@@ -147,10 +153,15 @@ def environment() -> dict:
 
 def plain(value):
     """A glued value as JSON holds it: numbers as numbers, lists and dicts item by item (a page
-    glues curves this way for the record), anything else as its text."""
+    glues curves this way for the record), results over seeds and tables as data
+    (:func:`nlpbook.results.to_record`), anything else as its text."""
     import numpy as np
     import torch
 
+    from nlpbook.results import RECORD_TYPES, to_record
+
+    if isinstance(value, tuple(RECORD_TYPES.values())):
+        return to_record(value)
     if isinstance(value, (np.ndarray, torch.Tensor)):
         value = value.tolist()
     if isinstance(value, np.generic):

@@ -236,6 +236,33 @@ class Table:
         return isinstance(other, Table) and json.dumps(self.to_json()) == json.dumps(other.to_json())
 
 
+RECORD_TYPES = {"Runs": Runs, "Table": Table}
+
+
+def to_record(value: Any) -> Any:
+    """``value`` as a run's record keeps it (JSON): a :class:`Runs` or :class:`Table` as its JSON with
+    its type named, lists and dicts item by item, anything else as it is."""
+    for name, kind in RECORD_TYPES.items():
+        if isinstance(value, kind):
+            return {"type": name, **value.to_json()}
+    if isinstance(value, (list, tuple)):
+        return [to_record(item) for item in value]
+    if isinstance(value, dict):
+        return {str(key): to_record(item) for key, item in value.items()}
+    return value
+
+
+def from_record(data: Any) -> Any:
+    """What :func:`to_record` kept, as the objects it was: ``Runs`` and ``Table`` back."""
+    if isinstance(data, dict) and data.get("type") in RECORD_TYPES:
+        return RECORD_TYPES[data["type"]].from_json({key: item for key, item in data.items() if key != "type"})
+    if isinstance(data, list):
+        return [from_record(item) for item in data]
+    if isinstance(data, dict):
+        return {key: from_record(item) for key, item in data.items()}
+    return data
+
+
 def _plain(cell: Any) -> Any:
     """A cell as JSON holds it: numpy numbers become Python numbers."""
     if isinstance(cell, np.generic):

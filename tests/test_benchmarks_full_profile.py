@@ -15,12 +15,14 @@ import full_profile  # noqa: E402
 # (glue, Markdown, plt.show, a claim, the Bible loader) and ends with an error in its last cell.
 CELLS = [
     "import matplotlib.pyplot as plt\nfrom IPython.display import Markdown\nfrom myst_nb import glue\n"
-    "import nlpbook\nfrom nlpbook import corpora",
+    "import nlpbook\nfrom nlpbook import corpora\nfrom nlpbook.results import Runs, Table",
     "verses = corpora.bible_verses('web')\nglue('first', verses[0].text, display=False)\n"
-    "glue('curve', {'x': [1, 2], 'y': (0.5, 0.25)}, display=False)",
+    "glue('curve', {'x': [1, 2], 'y': (0.5, 0.25)}, display=False)\n"
+    "glue('loss', Runs([2.0, 2.5]), display=False)",
     "nlpbook.claim(1 > 2, 'one is more than two', one=1, two=2)",
     "plt.plot([1, 2], [3, 4])\nplt.show()",
     "Markdown('| a | b |\\n|---|---|\\n| 1 | 2 |')",
+    "Table(['model', 'loss'], formats={'loss': 'range'}).add('LSTM', Runs([2.0, 2.5]))",
     "1 / 0",
 ]
 
@@ -42,14 +44,18 @@ def test_a_page_runs_cell_by_cell_and_its_record_keeps_what_it_glued_showed_and_
     assert result.returncode == 0, result.stderr
     [run] = json.loads((out / "summary.json").read_text())
     assert run["page"] == "00-test/page" and run["profile"] == "quick"
-    assert run["glued"] == {"first": "In the beginning.", "curve": {"x": [1, 2], "y": [0.5, 0.25]}}
+    assert run["glued"] == {"first": "In the beginning.", "curve": {"x": [1, 2], "y": [0.5, 0.25]},
+                            "loss": {"type": "Runs", "runs": [2.0, 2.5], "digits": 3}}
     # a false claim is recorded, and the page goes on to the cells after it
     assert run["claims"] == [{"statement": "one is more than two", "held": False, "figures": {"one": 1.0, "two": 2.0}}]
-    assert run["displays"] == ["| a | b |\n|---|---|\n| 1 | 2 |"]
+    # a Table is kept as data, a Markdown display as its text
+    assert run["displays"] == ["| a | b |\n|---|---|\n| 1 | 2 |",
+                               {"type": "Table", "columns": ["model", "loss"], "formats": {"loss": "range"},
+                                "rows": [["LSTM", {"runs": [2.0, 2.5], "digits": 3}]]}]
     assert run["figures"] == ["00-test__page-1.png"] and (out / "figures.tar.gz").is_file()
     # the error stops the page and names its cell; every cell before it is timed
-    assert run["status"] == "error" and run["error"].startswith("cell 6:") and "ZeroDivisionError" in run["error"]
-    assert [cell["cell"] for cell in run["cells"]] == [1, 2, 3, 4, 5, 6]
+    assert run["status"] == "error" and run["error"].startswith("cell 7:") and "ZeroDivisionError" in run["error"]
+    assert [cell["cell"] for cell in run["cells"]] == [1, 2, 3, 4, 5, 6, 7]
     assert run["environment"]["torch"] and run["environment"]["cpus"] >= 1
 
 

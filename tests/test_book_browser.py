@@ -382,9 +382,9 @@ def test_notebook_page_offers_its_executed_notebook_and_binder(shown, name):
 # `|—|—|` once Sphinx's smart quotes have turned `---` into an em dash (and `--` into an en dash).
 RAW_TABLE_ROW = re.compile(r"\|\s*:?(?:-{2,}|[—–])[-—–]*:?\s*\|")
 # The pages whose code shows results tables: nlpbook.results.Table objects, which IPython shows as
-# Markdown pipe tables, or a recorded run's stored table shown with IPython.display.Markdown.
+# Markdown pipe tables, among them a recorded run's tables (RecordedRun.table).
 RESULTS_TABLE_PAGES = [name for name in NOTEBOOK_PAGES
-                       if re.search(r"\bTable\(|Markdown\(gpu\.displays", (REPO / f"{name}.md").read_text())]
+                       if re.search(r"\bTable\(|\bgpu\.table\(", (REPO / f"{name}.md").read_text())]
 
 
 def _raw_table_rows(page) -> list[str]:

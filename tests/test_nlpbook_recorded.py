@@ -93,3 +93,23 @@ def test_stale_runs_are_those_whose_page_changed_or_that_carry_no_hash(tmp_path)
     assert current.is_current() and current.commit == "abc"
     assert [run.page for run in recorded.stale_runs(path)] == ["05-transformers/copying", "06-bert/masked-lm"]
 
+
+
+def test_tables_come_back_as_tables_from_typed_and_from_older_text_records(tmp_path):
+    from nlpbook.results import Runs, Table, to_record
+
+    typed = Table(["model", "loss"]).add("LSTM", Runs([2.0, 2.5]))
+    older = ("After 30 s on the cuda:\n\n| model | weights | share | ppl |\n|---|---|---|---|\n"
+             "| LSTM | 3,216,395 | 94% | 2.813 ± 0.057 |\n| RNN | 1,024 | 5% | 3.10 ± 0.01 |\n\nThen:\n\n"
+             "| | x |\n|---|---|\n| T = 32 | 0.62 |")
+    entry = ENTRY | {"displays": ["a sentence", older, to_record(typed)],
+                     "glued": {"loss": to_record(Runs([2.0, 2.5])), "ppl": "2.746 ± 0.002"}}
+    run = recorded.full_profile_run("05-a/x", write(tmp_path, [entry]))
+    assert run.table(-1) == typed and run.value("loss").values == (2.0, 2.5) and run.mean("loss") == 2.25
+    first = run.table(0)
+    assert first.row("LSTM") == {"model": "LSTM", "weights": 3216395, "share": 0.94, "ppl": "2.813 ± 0.057"}
+    # written back as the record wrote it
+    assert first._repr_markdown_().splitlines()[2] == "| LSTM | 3,216,395 | 94% | 2.813 ± 0.057 |"
+    assert run.table(1).row("T = 32")["x"] == 0.62 and run.table(1)._repr_markdown_().endswith("| T = 32 | 0.62 |")
+    with pytest.raises(recorded.RecordError, match="displayed 3 table"):
+        run.table(3)

@@ -125,3 +125,15 @@ def test_a_malformed_table_says_what_is_wrong():
         _table().column("z")
     with pytest.raises(TypeError, match="Runs, a number or text"):
         Table(["a"]).add([1, 2]).to_json()
+
+
+def test_runs_and_tables_come_back_from_a_record_as_the_objects_they_were():
+    from nlpbook.results import from_record, to_record
+
+    table = Table(["model", "loss"], formats={"loss": "range"}).add("LSTM", Runs([2.0, 2.5]))
+    value = {"loss": Runs([1.0, 1.5, 2.0], digits=2), "table": table, "curve": [1, 2.5], "name": "x"}
+    back = from_record(json.loads(json.dumps(to_record(value))))
+    assert back["table"] == table and back["curve"] == [1, 2.5] and back["name"] == "x"
+    assert isinstance(back["loss"], Runs) and back["loss"].values == value["loss"].values
+    assert str(back["loss"]) == str(value["loss"])
+    assert from_record({"type": "elsewhere", "runs": [1]}) == {"type": "elsewhere", "runs": [1]}
