@@ -4,7 +4,7 @@
     python benchmarks/training_targets.py 05-transformers --study
 
 A graded training part (chapter 2's part 7, chapter 3's part 6, chapter 5's part 6,
-chapter 6's part 7) passes when the student's trained model scores within a margin of
+chapter 6's part 7, chapter 7's part 6) passes when the student's trained model scores within a margin of
 the instructor's solution trained the same way. A correct solution written differently
 (another order of the calls, a sum divided by the count in place of a mean) follows
 another path through the same training, as another seed does, so the margin is set from
@@ -62,6 +62,38 @@ def train_transformer_lm(namespace: dict, setting: dict, model_seed: int, window
     nlpbook.train(model, windows, next_char_loss, torch.optim.Adam(model.parameters(), lr=setting["lr"]),
                   steps=setting["steps"], progress=False)
     return model.state_dict()
+
+
+def linear_schedule(step: int, warmup_steps: int, total_steps: int) -> float:
+    """transformers.get_linear_schedule_with_warmup's multiplier: chapter 7's hidden test's reference schedule."""
+    if step < warmup_steps:
+        return step / max(1, warmup_steps)
+    return max(0.0, (total_steps - step) / max(1, total_steps - warmup_steps))
+
+
+def train_with_adamw(namespace: dict, setting: dict, model_seed: int, window_seed: int) -> dict:
+    """Chapter 7: the solution's ``train_with_adamw`` trains the course's DecoderOnlyLM with
+    ``torch.optim.AdamW`` and the reference schedule, as the hidden test does (with
+    ``--solution-optimizer``, with the solution's own ``AdamW`` and ``warmup_linear_decay``)."""
+    import nlpbook.transformer
+    from nlpbook.charlm import bible_char_data, next_char_loss, random_windows
+
+    data = bible_char_data()
+    torch.manual_seed(model_seed)
+    model = nlpbook.transformer.DecoderOnlyLM(len(data.chars), setting["width"], setting["heads"],
+                                              setting["layers"], setting["context"])
+    generator = torch.Generator().manual_seed(window_seed)
+    batches = iter(lambda: random_windows(data.train_ids, setting["batch_size"], setting["context"], generator),
+                   None)  # endless (B, T + 1) batches
+    optimizer, schedule = ((namespace["AdamW"], namespace["warmup_linear_decay"]) if SOLUTION_OPTIMIZER
+                           else (torch.optim.AdamW, linear_schedule))
+    namespace["train_with_adamw"](model, batches, next_char_loss, setting["steps"], setting["lr"],
+                                  setting["weight_decay"], setting["warmup_steps"], setting["max_norm"],
+                                  optimizer, schedule)
+    return model.state_dict()
+
+
+SOLUTION_OPTIMIZER = False  # --solution-optimizer: chapter 7 with the solution's AdamW and schedule
 
 
 _review_features: dict = {}  # the reviews' sentence vectors, computed once: the encoder is frozen
@@ -127,6 +159,7 @@ PARTS = {
     "03-lstms": ("lstms.ipynb", "test_translator_training_hidden", train_translator),
     "05-transformers": ("transformers.ipynb", "test_transformer_lm_training_hidden", train_transformer_lm),
     "06-bert": ("bert.ipynb", "test_sentiment_classifier_training_hidden", train_sentiment_head),
+    "07-adam": ("adam.ipynb", "test_train_with_adamw_hidden", train_with_adamw),
 }
 
 
@@ -181,7 +214,11 @@ def main() -> None:
     parser.add_argument("--profile", default=os.environ.get("NLPBOOK_PROFILE", "standard"))
     parser.add_argument("--seeds", type=int, default=5)
     parser.add_argument("--study", action="store_true", help="run the notebook's hyperparameter study instead")
+    parser.add_argument("--solution-optimizer", action="store_true",
+                        help="07-adam: train with the solution's AdamW and schedule instead of PyTorch's and the reference")
     args = parser.parse_args()
+    global SOLUTION_OPTIMIZER
+    SOLUTION_OPTIMIZER = args.solution_optimizer
     os.environ["NLPBOOK_PROFILE"] = args.profile
 
     from nlpbook.checks import score_state

@@ -5,11 +5,12 @@ from chapter_grading import ChapterGrading
 
 
 MOMENTUM, RMSPROP, ADAM, ADAMW, SCHEDULE = "momentum_step", "rmsprop_step", "adam_step", "adamw", "warmup_linear_decay"
+TRAIN = "train_with_adamw"
 
 
 class TestAdamExercise(ChapterGrading):
     ASSIGNMENT, NOTEBOOK = "07-adam", "adam"
-    AUTO_POINTS = 12.0
+    AUTO_POINTS = 15.0
     # Forms the notebook says it accepts: full marks (the review's students lost a point to the first).
     VARIANTS = {
         # Kingma and Ba's efficient form as the paper writes it: epsilon not rescaled.
@@ -31,6 +32,11 @@ class TestAdamExercise(ChapterGrading):
             "    correction2 = (1 - beta2 ** t) ** 0.5\n"
             "    step_size = lr * correction2 / (1 - beta1 ** t)\n"
             "    param.sub_(step_size * state[\"exp_avg\"] / (state[\"exp_avg_sq\"].sqrt() + eps * correction2))")]},
+        # Part 6's gradients cleared after the step instead of before the backward pass: every backward
+        # pass still starts from zero (the visible test's NaN, left in the gradients after each step, shows it).
+        "train-clears-after-the-step": {TRAIN: [("        optimizer.zero_grad()\n", ""),
+                                                ("        scheduler.step()\n",
+                                                 "        scheduler.step()\n        optimizer.zero_grad()\n")]},
     }
     # Handed in on its own as well as packed beside other parts' mistakes (chapter_grading.py).
     ALONE = ("adam-no-bias-correction",)
@@ -79,4 +85,14 @@ class TestAdamExercise(ChapterGrading):
             ('state["step"] = 0', 'state["step"] = torch.zeros(())'),
             ("param.addcdiv_(state[\"exp_avg\"], denominator, value=-step_size)",
              "param.addcdiv_(state[\"exp_avg\"], denominator, value=-float(step_size))")]}),
+        # Training for a target (part 6): the grader scores the trained weights itself.
+        "train-never-clears-gradients": (TRAIN, 0.0, {TRAIN: [("        optimizer.zero_grad()\n", "")]}),
+        "train-scheduler-never-stepped": (TRAIN, 0.0, {TRAIN: [("        scheduler.step()\n", "")]}),
+        # Decay on the biases and LayerNorms too: the visible test sees it (the watched optimizer's
+        # groups); the score cannot (quick: 9.67 against the solution's 9.61, within the margin of
+        # 0.4; standard: 5.43 against 5.34, margin 0.5), so it costs the visible point only.
+        "train-decays-biases-and-norms": (TRAIN, 2.0, {TRAIN: [(
+            '    groups = [{"params": [p for p in parameters if p.dim() >= 2], "weight_decay": weight_decay},\n'
+            '              {"params": [p for p in parameters if p.dim() < 2], "weight_decay": 0.0}]\n',
+            '    groups = [{"params": parameters, "weight_decay": weight_decay}]\n')]}),
     }
