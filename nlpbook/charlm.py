@@ -8,7 +8,6 @@ scored here (``scored_perplexity``, ``scored_transformer_perplexity``), in the g
 from __future__ import annotations
 
 import math
-import time
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Callable, Iterator
@@ -113,39 +112,24 @@ def next_char_losses(model: nn.Module, window: torch.Tensor) -> torch.Tensor:
 
 
 def train_for_seconds(model: nn.Module, train_ids: torch.Tensor, *, seconds: float, lr: float,
-                      evaluate: Callable[[nn.Module], Any], evals: int, generator: torch.Generator,
-                      batch_size: int = 8, length: int = 128, warmup_steps: int = 100) -> dict:
+                      evaluate: Callable[[nn.Module], dict[str, float]], evals: int, generator: torch.Generator,
+                      batch_size: int = 8, length: int = 128, warmup_steps: int = 100) -> History:
     """Train ``model`` on random windows of ``train_ids`` for ``seconds`` of compute, for a race at
-    equal time: AdamW (weight decay 0.01) with a linear warm-up over ``warmup_steps``, the gradient
-    clipped at norm 1.  ``evaluate(model)`` runs ``evals`` times, evenly spread over the time and
-    once at the end; its time is not counted.  Returns ``losses`` (one per step), ``curve`` (a list
-    of ``(seconds so far, evaluate's result)``), ``steps`` and ``seconds``.
+    equal time: AdamW (weight decay 0.01 on every weight) with a linear warm-up over
+    ``warmup_steps`` and no decay after it, the gradient clipped at norm 1, through the book's one
+    loop (:func:`nlpbook.train.train`).  ``evaluate(model)`` returns named metrics, ``evals`` times
+    evenly over the time and at the end, its time not counted.
 
-    Chapter 5's ``copying`` page still races with this loop: moved to the recipe
+    Chapter 5's ``copying`` page still races with this schedule: moved to the recipe
     (:func:`train_char_lm`), its Transformer did not learn to copy within the 120 s of the standard
     race (2026-11-28), which the page's argument needs; the other races use the recipe."""
     if seconds <= 0 or evals < 1:
         raise ValueError(f"seconds must be positive and evals at least 1, got {seconds} and {evals}")
-    device = next(model.parameters()).device
     optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01)
     warmup = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: min(1.0, (step + 1) / warmup_steps))
-    spent, losses, curve = 0.0, [], []
-    next_eval = seconds / evals
-    while spent < seconds:
-        start = time.perf_counter()
-        model.train()
-        loss = next_char_loss(model, random_windows(train_ids, batch_size, length, generator).to(device))
-        optimizer.zero_grad()
-        loss.backward()
-        nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        optimizer.step()
-        warmup.step()
-        losses.append(loss.item())  # .item() waits for the device, so the timing is honest on a GPU too
-        spent += time.perf_counter() - start
-        if spent >= next_eval or spent >= seconds:
-            curve.append((spent, evaluate(model)))
-            next_eval += seconds / evals
-    return dict(losses=losses, curve=curve, steps=len(losses), seconds=spent)
+    return train(model, random_window_stream(train_ids, batch_size, length, generator), next_char_loss, optimizer,
+                 seconds=seconds, clip_grad_norm=1.0, scheduler=warmup, evaluate=evaluate, evals=evals,
+                 progress=False)
 
 
 #: Each network's peak learning rate under the recipe in chapter 5's races of character models

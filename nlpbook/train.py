@@ -46,6 +46,10 @@ class History:
         """``(seconds of training, value)`` at each evaluation of ``metric``: a race's curve at equal time."""
         return list(zip(self.eval_seconds, self.metrics[metric]))
 
+    def checkpoints(self, metric: str) -> list[tuple[int, float, float]]:
+        """``(step, seconds of training, value)`` at each evaluation of ``metric``."""
+        return list(zip(self.eval_steps, self.eval_seconds, self.metrics[metric]))
+
     def last(self, metric: str) -> float:
         """The latest value of an evaluation metric (``"loss"`` for the training loss)."""
         if metric == "loss":

@@ -23,8 +23,7 @@ import math
 import random
 import re
 import tarfile
-import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 
@@ -32,6 +31,7 @@ import torch
 
 from nlpbook.bpe import BPE, pretokenize, train_bpe, word_counts
 from nlpbook.download import fetch
+from nlpbook.train import History, train
 from nlpbook.transformer import KVCache
 from nlpbook.vocab import Vocabulary
 
@@ -315,55 +315,39 @@ def scored_translation_perplexity(state: dict[str, torch.Tensor], *, max_words: 
     return math.exp(validation_loss(model, data.valid))
 
 
-@dataclass
-class TrainingRun:
-    """What :func:`train_translator` measured: the training loss per step, the seconds each
-    step took, and (steps so far, seconds so far, validation loss) at every checkpoint."""
-
-    losses: list[float] = field(default_factory=list)
-    step_seconds: list[float] = field(default_factory=list)
-    checkpoints: list[tuple[int, float, float]] = field(default_factory=list)
-    seconds: float = 0.0  # the sum of step_seconds, kept as it grows
+def random_batches(tensors, batch_size: int, generator: torch.Generator):
+    """Batches of ``batch_size`` random pairs of ``tensors``, each trimmed to its longest member, without end."""
+    while True:
+        yield _trimmed(tensors, torch.randint(0, len(tensors[0]), (batch_size,), generator=generator))
 
 
 def train_translator(model, tensors, *, seed: int, lr: float, warmup: int = 0,
                      steps: int | None = None, seconds: float | None = None,
                      batch_size: int = 64, valid=None, every: float | None = None,
-                     every_steps: int | None = None, betas=(0.9, 0.98)) -> TrainingRun:
+                     every_steps: int | None = None, betas=(0.9, 0.98)) -> History:
     """Train with teacher forcing: Adam, gradient norm clipped at 1, the learning rate rising
-    linearly over ``warmup`` steps, batches of random pairs trimmed to their longest member.
+    linearly over ``warmup`` steps, batches of random pairs trimmed to their longest member,
+    through the book's one loop (:func:`nlpbook.train.train`).
 
     Stops after ``steps`` steps or ``seconds`` seconds of training, whichever comes first
-    (at least one must be given).  With ``valid`` tensors, the validation loss is measured every
-    ``every`` seconds of training or every ``every_steps`` steps; its time is not counted."""
+    (at least one must be given).  With ``valid`` tensors, the validation loss (metric
+    ``"valid_loss"``) is measured every ``every`` seconds of a ``seconds`` budget or every
+    ``every_steps`` steps, and at the end; its time is not counted."""
     if steps is None and seconds is None:
         raise ValueError("give steps, seconds or both: the training needs a budget")
+    if every is not None and seconds is None:
+        raise ValueError("every counts seconds of a seconds budget; with a budget of steps give every_steps")
     torch.manual_seed(seed)
-    model.train()
     optimizer = torch.optim.Adam(model.parameters(), lr=lr, betas=betas)
     schedule = torch.optim.lr_scheduler.LambdaLR(
         optimizer, lambda step: min(1.0, (step + 1) / warmup) if warmup else 1.0)
-    generator = torch.Generator().manual_seed(seed)
-    run = TrainingRun()
-    while (steps is None or len(run.losses) < steps) and (seconds is None or run.seconds < seconds):
-        start = time.perf_counter()
-        rows = torch.randint(0, len(tensors[0]), (batch_size,), generator=generator)
-        loss = teacher_forced_loss(model, *_trimmed(tensors, rows))
-        optimizer.zero_grad()
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        optimizer.step()
-        schedule.step()
-        run.step_seconds.append(time.perf_counter() - start)
-        run.seconds += run.step_seconds[-1]
-        run.losses.append(loss.item())
-        # a check when the training time crosses a multiple of ``every``, or the step count
-        # one of ``every_steps`` (one check, however many multiples a slow step crossed)
-        crossed = every and run.seconds // every > (run.seconds - run.step_seconds[-1]) // every
-        due = crossed or (every_steps and len(run.losses) % every_steps == 0)
-        if valid is not None and due:
-            run.checkpoints.append((len(run.losses), run.seconds, validation_loss(model, valid)))
-    return run
+    checks = valid is not None and (every or every_steps)
+    return train(model, random_batches(tensors, batch_size, torch.Generator().manual_seed(seed)),
+                 lambda m, batch: teacher_forced_loss(m, *batch), optimizer, steps=steps, seconds=seconds,
+                 clip_grad_norm=1.0, scheduler=schedule,
+                 evaluate=(lambda m: {"valid_loss": validation_loss(m, valid)}) if checks else None,
+                 evals=max(1, round(seconds / every)) if checks and every else None,
+                 eval_every=every_steps if checks and not every else None, progress=False)
 
 
 @torch.no_grad()

@@ -159,17 +159,18 @@ def test_train_for_seconds_learns_a_periodic_text_and_evaluates_on_time():
     model = CharRNN(7, embed=8, hidden=16)
     run = train_for_seconds(model, ids, seconds=1.0, lr=1e-2, evals=4, length=16,
                             generator=torch.Generator().manual_seed(0),
-                            evaluate=lambda m: perplexity(m, ids[:50]))
-    assert run["steps"] == len(run["losses"]) > 10
-    assert run["seconds"] >= 1.0
-    assert 1 <= len(run["curve"]) <= 5 and run["curve"][-1][0] == run["seconds"]
-    times = [t for t, _ in run["curve"]]
+                            evaluate=lambda m: {"perplexity": perplexity(m, ids[:50])})
+    assert run.steps[-1] == len(run.loss) > 10
+    assert run.seconds >= 1.0
+    curve = run.curve("perplexity")
+    assert 1 <= len(curve) <= 5 and curve[-1][0] == run.seconds
+    times = [t for t, _ in curve]
     assert times == sorted(times)
-    assert run["curve"][-1][1] < 2.0  # from uniform (7) towards certainty (1)
-    assert run["losses"][-1] < run["losses"][0]
+    assert curve[-1][1] < 2.0  # from uniform (7) towards certainty (1)
+    assert run.loss[-1] < run.loss[0]
     with pytest.raises(ValueError, match="seconds"):
         train_for_seconds(model, ids, seconds=0, lr=1e-2, evals=1, generator=torch.Generator(),
-                          evaluate=lambda m: 0.0)
+                          evaluate=lambda m: {})
 
 
 def test_train_char_lm_learns_a_periodic_text_with_the_recipe_and_evaluates_on_time():

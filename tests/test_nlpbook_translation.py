@@ -232,16 +232,19 @@ def test_train_translator_learns_the_copy_task_within_its_budget():
     for model in _translators(source_vocab, target_vocab):
         before = validation_loss(model, tensors)
         run = train_translator(model, tensors, seed=0, lr=1e-2, warmup=10, steps=300,
-                               batch_size=16, valid=tensors, every=1e-9)
-        assert len(run.losses) == len(run.step_seconds) == 300
-        assert len(run.checkpoints) == 300 and run.checkpoints[-1][:2] == (300, run.seconds)
-        assert run.checkpoints[-1][2] < before / 5
+                               batch_size=16, valid=tensors, every_steps=1)
+        assert len(run.loss) == len(run.step_seconds) == 300
+        checks = run.checkpoints("valid_loss")
+        assert len(checks) == 300 and checks[-1][:2] == (300, run.seconds)
+        assert checks[-1][2] < before / 5
         stepped = train_translator(model, tensors, seed=0, lr=1e-3, steps=10, batch_size=16,
                                    valid=tensors, every_steps=4)
-        assert [step for step, _, _ in stepped.checkpoints] == [4, 8]
+        assert [step for step, _, _ in stepped.checkpoints("valid_loss")] == [4, 8, 10]  # and the end
         outputs = greedy_translate(model, pairs, source_vocab, target_vocab, max_length=10)
         assert sum(o == p.target for o, p in zip(outputs, pairs)) >= len(pairs) // 2
         timed = train_translator(model, tensors, seed=0, lr=1e-3, seconds=0.2)
         assert timed.seconds >= 0.2 and timed.seconds - timed.step_seconds[-1] < 0.2
     with pytest.raises(ValueError, match="budget"):
         train_translator(model, tensors, seed=0, lr=1e-3)
+    with pytest.raises(ValueError, match="every_steps"):
+        train_translator(model, tensors, seed=0, lr=1e-3, steps=5, valid=tensors, every=1.0)
