@@ -67,10 +67,14 @@ class Zygote:
     def start(self) -> "Zygote":
         """Start importing now; the caller may do other work meanwhile."""
         self.folder = Path(tempfile.mkdtemp(prefix="nlpbook-zygote-"))  # 0700: only the grader connects
-        self.process = subprocess.Popen(
-            sandbox.python_command("autograder.zygote", str(self.folder / SOCKET_NAME)), env=self.env,
-            stdin=subprocess.DEVNULL, preexec_fn=sandbox.die_with_parent, cwd=self.folder,
-        )
+        # Its own output (ipykernel's debugger notes as it imports, an import error) goes to a log in
+        # its folder, not to the instructor's terminal; a zygote that fails to start quotes it.
+        with open(self.folder / "zygote.log", "wb") as log:
+            self.process = subprocess.Popen(
+                sandbox.python_command("autograder.zygote", str(self.folder / SOCKET_NAME)), env=self.env,
+                stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, preexec_fn=sandbox.die_with_parent,
+                cwd=self.folder,
+            )
         return self
 
     def wait(self) -> str:
@@ -79,7 +83,9 @@ class Zygote:
         deadline = time.monotonic() + 120
         while not path.exists():
             if self.process.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"the kernel zygote did not start (exit status {self.process.poll()})")
+                said = (self.folder / "zygote.log").read_text(encoding="utf-8", errors="replace").strip()
+                raise RuntimeError(f"the kernel zygote did not start (exit status {self.process.poll()}); it said: "
+                                   f"{said[-2000:] or '(nothing)'}")
             time.sleep(0.02)
         self.path = str(path)
         return self.path
