@@ -27,7 +27,8 @@ def test_a_zygote_that_cannot_start_quotes_what_it_said(monkeypatch):
     monkeypatch.setattr(sandbox, "python_command", lambda module, *args: [sys.executable, "-c", broken])
     zygote = Zygote(sandbox.kernel_environment())
     try:
-        with pytest.raises(RuntimeError, match=r"did not start \(exit status 1\); it said: ImportError: a broken grader"):
+        said = r"did not start \(exit status 1\); it said: ImportError: a broken grader"
+        with pytest.raises(RuntimeError, match=said):
             zygote.start().wait()
     finally:
         zygote.close()
