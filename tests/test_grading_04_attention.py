@@ -20,6 +20,4 @@ class TestAttentionExercise(ChapterGrading):
         "train-never-clears-gradients": (TRAIN, 1.0, {TRAIN: [("        optimizer.zero_grad()\n", "")]}),
         "train-ignores-lr": (TRAIN, 1.0, {TRAIN: [("torch.optim.Adam(model.parameters(), lr=lr)",
                                                    "torch.optim.Adam(model.parameters())")]}),
-        "train-loss-on-every-character": (TRAIN, 1.0, {TRAIN: [("targets = ids.masked_fill(~hidden, -100)",
-                                                                "targets = ids.masked_fill(ids == PAD, -100)")]}),
     }
