@@ -33,6 +33,11 @@ class CourseError(Exception):
     """A problem with the instructor's input: it names the file and what is wrong."""
 
 
+def first_line(error: Exception) -> str:
+    """An exception's type and the first line of its message, for an error that quotes it."""
+    return f"{error.__class__.__name__}: {(str(error).strip().splitlines() or [''])[0]}"
+
+
 # nbgrader settings that change how a class is graded: every setting of these sections, and three
 # of CourseDirectory (which files of a submission count). A course's nbgrader_config.py that sets
 # one this grader does not follow (all but FOLLOWED) is told so when it is graded (Course.unfollowed).

@@ -61,7 +61,7 @@ from pathlib import Path
 from typing import Callable
 
 from autograder import gradebook, jobs, sandbox
-from autograder.course import CELL_TIMEOUT, CPU_GRACE, NOTEBOOK_TIMEOUT, REPO_ROOT, Course, CourseError
+from autograder.course import CELL_TIMEOUT, CPU_GRACE, NOTEBOOK_TIMEOUT, REPO_ROOT, Course, CourseError, first_line
 from autograder.generate import IGNORED, run_generate_assignment
 from autograder.pool import thread_share
 
@@ -188,10 +188,6 @@ def check_inputs(run: GradingRun) -> None:
         raise CourseError(
             f"{where.split('@')[-1]} holds {manual} manual grade(s) or comment(s) for this course; grading again "
             "would replace them. Choose a new --out folder (and database), or pass --replace to discard them.")
-
-
-def _first_line(error: Exception) -> str:
-    return f"{error.__class__.__name__}: {(str(error).strip().splitlines() or [''])[0]}"
 
 
 def set_up_sandbox(run: GradingRun) -> None:
@@ -355,7 +351,7 @@ def _keep(run: GradingRun, what: str, files: dict[str, bytes]) -> Path:
             _save_atomically(shared / "courses" / run.course_key / what, files)
         except OSError as error:  # a read-only home, a full disk: grading goes on without sharing
             log.warning("could not write the shared cache %s (%s); gradings into other folders will redo this",
-                        shared, _first_line(error))
+                        shared, first_line(error))
     return own
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from autograder.course import COURSE_ID, CourseError
+from autograder.course import COURSE_ID, CourseError, first_line
 
 # Rows of these tables belong to one student's submission; everything else is the course's.
 STUDENT_TABLES = ("submitted_assignment", "submitted_notebook", "grade", "comment")
@@ -22,10 +22,6 @@ STUDENT_TABLES = ("submitted_assignment", "submitted_notebook", "grade", "commen
 def url(root: Path) -> str:
     """The gradebook of the course directory ``root``: SQLite, where nbgrader puts it by default."""
     return f"sqlite:///{root / 'gradebook.db'}"
-
-
-def _first_line(error: Exception) -> str:
-    return f"{error.__class__.__name__}: {(str(error).strip().splitlines() or [''])[0]}"
 
 
 def create(database: str) -> None:
@@ -63,7 +59,7 @@ def manual_entries(database: str) -> int:
     try:
         engine = sqlalchemy.create_engine(database)
     except (sqlalchemy.exc.SQLAlchemyError, ImportError) as error:
-        raise CourseError(f"cannot open the gradebook at {where}: {_first_line(error)}") from None
+        raise CourseError(f"cannot open the gradebook at {where}: {first_line(error)}") from None
     try:
         with engine.connect() as connection:
             if "grade" not in sqlalchemy.inspect(connection).get_table_names():
@@ -72,7 +68,7 @@ def manual_entries(database: str) -> int:
                 "SELECT (SELECT count(*) FROM grade WHERE manual_score IS NOT NULL) + "
                 "(SELECT count(*) FROM comment WHERE manual_comment IS NOT NULL AND manual_comment != '')")).scalar()
     except (sqlalchemy.exc.SQLAlchemyError, ImportError) as error:
-        raise CourseError(f"cannot read the gradebook at {where}: {_first_line(error)}") from None
+        raise CourseError(f"cannot read the gradebook at {where}: {first_line(error)}") from None
     finally:
         engine.dispose()
 
@@ -208,4 +204,4 @@ def copy_all(source: str, target: str) -> None:
             reading_engine.dispose()
             writing_engine.dispose()
     except (sqlalchemy.exc.SQLAlchemyError, ImportError) as error:
-        raise CourseError(f"--db {where}: {_first_line(error)} (nothing was published)") from None
+        raise CourseError(f"--db {where}: {first_line(error)} (nothing was published)") from None

@@ -163,8 +163,8 @@ def check_tests(assignment: str, out: Path | None = None, *, workers: int | None
     submissions, release = out / "mutants", out / "release"
     generate_release(assignment, release / assignment, course=course, warn=False)  # grade() warns
     planted: dict[str, tuple[str, Mutant | None]] = {}
+    hand_in = dict(sources=course.sources, release=release)  # where solved() reads the notebooks
     for path in course.source_notebooks(assignment):
-        hand_in = dict(sources=course.sources, release=release)
         for part, bugs in planted_bugs(assignment, path.stem, course.sources).items():
             for number, mutant in enumerate(bugs[:limit]):
                 student = f"{path.stem}-{part}-{number:03d}".replace("_", "-")

@@ -19,7 +19,7 @@ import torch.nn.functional as F
 from nlpbook.corpora import bible_text
 from nlpbook.profile import current_profile
 from nlpbook.recipe import Recipe
-from nlpbook.train import History, train
+from nlpbook.train import History, linear_warmup, train
 from nlpbook.transformer import DecoderOnlyLM, sampling_probs
 from nlpbook.vocab import Vocabulary
 
@@ -126,9 +126,9 @@ def train_for_seconds(model: nn.Module, train_ids: torch.Tensor, *, seconds: flo
     if seconds <= 0 or evals < 1:
         raise ValueError(f"seconds must be positive and evals at least 1, got {seconds} and {evals}")
     optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01)
-    warmup = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: min(1.0, (step + 1) / warmup_steps))
     return train(model, random_window_stream(train_ids, batch_size, length, generator), next_char_loss, optimizer,
-                 seconds=seconds, clip_grad_norm=1.0, scheduler=warmup, evaluate=evaluate, evals=evals,
+                 seconds=seconds, clip_grad_norm=1.0, scheduler=linear_warmup(optimizer, warmup_steps),
+                 evaluate=evaluate, evals=evals,
                  progress=False)
 
 

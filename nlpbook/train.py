@@ -57,6 +57,12 @@ class History:
         return self.metrics[metric][-1]
 
 
+def linear_warmup(optimizer: torch.optim.Optimizer, steps: int) -> torch.optim.lr_scheduler.LambdaLR:
+    """A schedule that raises the learning rate linearly over ``steps`` updates and then keeps it
+    (``steps`` 0: no warm-up), stepped once per update."""
+    return torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: min(1.0, (step + 1) / steps) if steps else 1.0)
+
+
 def to_device(batch: Any, device: torch.device) -> Any:
     """Move every tensor inside a (nested) tuple, list or dict to ``device``."""
     if isinstance(batch, torch.Tensor):

@@ -31,7 +31,7 @@ import torch
 
 from nlpbook.bpe import BPE, pretokenize, train_bpe, word_counts
 from nlpbook.download import fetch
-from nlpbook.train import History, train
+from nlpbook.train import History, linear_warmup, train
 from nlpbook.transformer import KVCache
 from nlpbook.vocab import Vocabulary
 
@@ -339,12 +339,10 @@ def train_translator(model, tensors, *, seed: int, lr: float, warmup: int = 0,
         raise ValueError("every counts seconds of a seconds budget; with a budget of steps give every_steps")
     torch.manual_seed(seed)
     optimizer = torch.optim.Adam(model.parameters(), lr=lr, betas=betas)
-    schedule = torch.optim.lr_scheduler.LambdaLR(
-        optimizer, lambda step: min(1.0, (step + 1) / warmup) if warmup else 1.0)
     checks = valid is not None and (every or every_steps)
     return train(model, random_batches(tensors, batch_size, torch.Generator().manual_seed(seed)),
                  lambda m, batch: teacher_forced_loss(m, *batch), optimizer, steps=steps, seconds=seconds,
-                 clip_grad_norm=1.0, scheduler=schedule,
+                 clip_grad_norm=1.0, scheduler=linear_warmup(optimizer, warmup),
                  evaluate=(lambda m: {"valid_loss": validation_loss(m, valid)}) if checks else None,
                  evals=max(1, round(seconds / every)) if checks and every else None,
                  eval_every=every_steps if checks and not every else None, progress=False)
