@@ -8,6 +8,7 @@ command, with short time limits so that the suite stays fast.
 """
 from __future__ import annotations
 
+import compileall
 import copy
 import csv
 import hashlib
@@ -447,6 +448,9 @@ def hostile_class(tmp_path_factory):
     for name in list(BUILDERS):
         _hand_in(ctx, name)
     _links_and_strays(submissions)
+    # Bring the package's bytecode up to date first: another test process importing a module whose
+    # source changed (or was never imported) would otherwise write its .pyc during this run.
+    compileall.compile_dir(REPO_ROOT / "nlpbook", quiet=1)
     repo_before = _sha256_tree(REPO_ROOT / "nlpbook")
     before = _sha256_tree(submissions)
     result = run_autograder("grade", ASSIGNMENT, "--submissions", str(submissions), "--out", str(out),
