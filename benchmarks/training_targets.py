@@ -3,7 +3,7 @@
     python benchmarks/training_targets.py 02-rnns [--profile standard] [--seeds 5]
     python benchmarks/training_targets.py 05-transformers --study
 
-A graded training part (chapter 2's part 7, chapter 3's part 6, chapter 5's part 6,
+A graded training part (chapter 1's part 7, chapter 2's part 7, chapter 3's part 6, chapter 5's part 6,
 chapter 6's part 7, chapter 7's part 6) passes when the student's trained model scores within a margin of
 the instructor's solution trained the same way. A correct solution written differently
 (another order of the calls, a sum divided by the count in place of a mean) follows
@@ -29,6 +29,26 @@ import torch
 from measure import REPO, machine_line
 
 GRADED_SEEDS = (2026, 7)  # the hidden tests': torch.manual_seed for the model, the batches' generator
+
+
+def train_skipgram(namespace: dict, setting: dict, model_seed: int, window_seed: int) -> dict:
+    """Chapter 1: the solution's ``train_skipgram`` with its own ``negative_sampling_gradients`` (the
+    hidden test's copy of them), on the hidden test's pairs; one generator, seeded with ``model_seed``,
+    draws everything."""
+    from nlpbook.corpora import word_corpus
+    from nlpbook.vocab import Vocabulary
+
+    documents = word_corpus(setting["corpus"])
+    vocab = Vocabulary.build(documents, min_count=setting["min_count"])
+    pairs = torch.cat([namespace["skipgram_pairs"](torch.tensor(vocab.encode(document, skip_unknown=True)),
+                                                   setting["window"]) for document in documents])  # (N, 2)
+    noise = torch.tensor(vocab.counts, dtype=torch.float) ** 0.75
+    with torch.no_grad():
+        vectors = namespace["train_skipgram"](pairs, noise, len(vocab), setting["dim"], setting["steps"],
+                                              setting["batch_size"], setting["negatives"], setting["lr"],
+                                              torch.Generator().manual_seed(model_seed),
+                                              namespace["negative_sampling_gradients"])
+    return {"vectors": vectors}
 
 
 def train_char_rnn(namespace: dict, setting: dict, model_seed: int, window_seed: int) -> dict:
@@ -155,6 +175,7 @@ BASELINES = {"03-lstms": piece_frequencies}
 
 # chapter -> (solution notebook, the hidden test's grade id, how the solution trains)
 PARTS = {
+    "01-word-vectors": ("word_vectors.ipynb", "test_train_skipgram_hidden", train_skipgram),
     "02-rnns": ("rnns.ipynb", "test_train_language_model_hidden", train_char_rnn),
     "03-lstms": ("lstms.ipynb", "test_translator_training_hidden", train_translator),
     "05-transformers": ("transformers.ipynb", "test_transformer_lm_training_hidden", train_transformer_lm),

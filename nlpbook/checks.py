@@ -135,6 +135,7 @@ SCORERS = {
     "char_transformer_perplexity": ("nlpbook.charlm", "scored_transformer_perplexity", "lower"),
     "sentiment_accuracy": ("nlpbook.bert", "scored_sentiment_accuracy", "higher"),
     "translation_perplexity": ("nlpbook.translation", "scored_translation_perplexity", "lower"),
+    "wordsim_spearman": ("nlpbook.similarity", "scored_wordsim", "higher"),
 }
 
 

@@ -142,6 +142,17 @@ def wiki_corpus(min_tokens: int = 50) -> list[list[str]]:
     return [list(document) for document in _wiki(min_tokens)]
 
 
+WORD_CORPORA = ("lee", "lee+wiki")
+
+
+def word_corpus(name: str) -> list[list[str]]:
+    """A word-level training corpus by name: ``lee`` (the Lee stories, about 60,000 words) or
+    ``lee+wiki`` (the Lee stories and the Wikipedia articles, about 510,000 words)."""
+    if name not in WORD_CORPORA:
+        raise ValueError(f"unknown word corpus {name!r}; expected one of {', '.join(WORD_CORPORA)}")
+    return lee_corpus() + (wiki_corpus() if name == "lee+wiki" else [])
+
+
 def polarity_sentences() -> tuple[list[str], list[int]]:
     """Pang and Lee's 200 review sentences (lower-cased, tokens separated by spaces) and their
     labels, 1 for positive and 0 for negative, in the file's order (the first 100 negative).

@@ -19,7 +19,7 @@ from typing import Sequence
 import torch
 from scipy.stats import spearmanr
 
-from nlpbook.corpora import gensim_test_data
+from nlpbook.corpora import gensim_test_data, word_corpus
 from nlpbook.vocab import Vocabulary
 
 SIMILARITY_FILES = {"wordsim353": "wordsim353.tsv", "simlex999": "simlex999.txt"}
@@ -164,3 +164,19 @@ def from_gensim(keyed_vectors) -> tuple[torch.Tensor, Vocabulary]:
     tokens = list(keyed_vectors.index_to_key)
     counts = [int(keyed_vectors.get_vecattr(token, "count")) for token in tokens]
     return torch.from_numpy(keyed_vectors.vectors.copy()), Vocabulary(tokens, counts)
+
+
+def scored_wordsim(state: dict[str, torch.Tensor], *, corpus: str, min_count: int) -> float:
+    """The WordSim353 Spearman correlation of trained word vectors given as ``{"vectors": (V, d)}``,
+    row ``i`` for word ``i`` of the vocabulary of :func:`nlpbook.corpora.word_corpus` ``(corpus)``
+    with ``min_count``.
+
+    Chapter 1's exercise is scored here: the grader calls this in its own process on the vectors a
+    student's training produced (``nlpbook.checks.expect_score``).  Vectors of another form raise
+    ``ValueError``; vectors that hold NaN, or that are all alike, score NaN."""
+    vectors = state.get("vectors") if isinstance(state, dict) else None
+    vocab = Vocabulary.build(word_corpus(corpus), min_count=min_count)
+    if set(state) != {"vectors"} or vectors.dim() != 2 or vectors.shape[0] != len(vocab):
+        raise ValueError(f"the weights should be {{'vectors': a ({len(vocab)}, d) tensor}}, one row per word, "
+                         f"got {sorted(state)[:4]} of shapes {[tuple(v.shape) for v in state.values()][:4]}")
+    return evaluate_similarity(vectors, vocab, "wordsim353").spearman

@@ -11,13 +11,34 @@ from chapter_grading import ChapterGrading
 
 COOC, PPMI, PAIRS, LOSS, WINDOWS = (
     "cooccurrence_matrix", "ppmi", "skipgram_pairs", "negative_sampling_loss", "context_windows")
+SOFTMAX, SAMPLING, TRAIN = "naive_softmax_gradients", "negative_sampling_gradients", "train_skipgram"
 
 
 class TestWordVectorsExercise(ChapterGrading):
     ASSIGNMENT, NOTEBOOK = "01-word-vectors", "word_vectors"
-    AUTO_POINTS = 11.0
+    AUTO_POINTS = 20.0
     # Handed in on its own as well as packed beside other parts' mistakes (chapter_grading.py).
     ALONE = ("pmi-nan-for-empty-rows",)
+    # Correct code written another way: full marks.
+    VARIANTS = {
+        # The stable softmax by hand: each row's maximum taken out before exp.
+        "softmax-max-subtracted": {SOFTMAX: [(
+            "    log_probs = (center @ outside_vectors.T).log_softmax(dim=-1)  # (B, V), exact for large scores\n",
+            "    scores = center @ outside_vectors.T\n"
+            "    scores = scores - scores.max(dim=-1, keepdim=True).values\n"
+            "    log_probs = scores - scores.exp().sum(dim=-1, keepdim=True).log()\n")]},
+        # Repeated rows accumulated by index_put_ instead of index_add_.
+        "sampling-index-put-accumulate": {SAMPLING: [
+            ("grad_outside.index_add_(0, context, pull.unsqueeze(-1) * center)",
+             "grad_outside.index_put_((context,), pull.unsqueeze(-1) * center, accumulate=True)"),
+            ("    grad_outside.index_add_(0, negatives.flatten(),\n"
+             "                            (push.unsqueeze(-1) * center.unsqueeze(1)).flatten(0, 1))  # (B * K, d)\n",
+             "    grad_outside.index_put_((negatives.flatten(),),\n"
+             "                            (push.unsqueeze(-1) * center.unsqueeze(1)).flatten(0, 1), accumulate=True)\n")]},
+        # The decay written as the remaining fraction of the steps.
+        "train-rate-as-fraction": {TRAIN: [(
+            "rate = lr * max(1 - step / steps, 1e-4)", "rate = max(lr * (steps - step) / steps, lr * 1e-4)")]},
+    }
     # student id -> (the part it breaks, its score in that part, edits to the solution)
     MISTAKES = {
         "window-exclusive": (COOC, 0.0, {COOC: [("range(1, window + 1)", "range(1, window)")]}),
@@ -44,6 +65,36 @@ class TestWordVectorsExercise(ChapterGrading):
             "-F.logsigmoid(positive) - F.logsigmoid(-negative)",
             "-torch.log(torch.sigmoid(positive)) - torch.log(torch.sigmoid(-negative))")]}),
         "loss-center-detached": (LOSS, 1.0, {LOSS: [("center.unsqueeze(-1)", "center.detach().unsqueeze(-1)")]}),
+        "softmax-not-averaged": (SOFTMAX, 0.0, {SOFTMAX: [("    error = error / batch  # the mean's 1/B\n", "")]}),
+        "softmax-y-not-subtracted": (SOFTMAX, 0.0, {SOFTMAX: [(
+            "    error[torch.arange(batch), context] -= 1  # ... - y\n", "")]}),
+        "softmax-unstable-exp": (SOFTMAX, 1.0, {SOFTMAX: [(
+            "log_probs = (center @ outside_vectors.T).log_softmax(dim=-1)",
+            "log_probs = torch.log((center @ outside_vectors.T).exp()\n"
+            "                          / (center @ outside_vectors.T).exp().sum(-1, keepdim=True))")]}),
+        "softmax-loss-summed-over-batch": (SOFTMAX, 1.0, {SOFTMAX: [(
+            "context.unsqueeze(1)).mean()", "context.unsqueeze(1)).sum()")]}),
+        "sampling-repeated-words-dropped": (SAMPLING, 0.0, {SAMPLING: [(
+            "    grad_outside.index_add_(0, negatives.flatten(),\n"
+            "                            (push.unsqueeze(-1) * center.unsqueeze(1)).flatten(0, 1))  # (B * K, d)\n",
+            "    grad_outside[negatives.flatten()] += (push.unsqueeze(-1) * center.unsqueeze(1)).flatten(0, 1)\n")]}),
+        "sampling-negative-sign": (SAMPLING, 0.0, {SAMPLING: [(
+            "push = torch.sigmoid(negative) / batch", "push = (torch.sigmoid(negative) - 1) / batch")]}),
+        "sampling-center-ignores-negatives": (SAMPLING, 0.0, {SAMPLING: [(
+            "grad_center = pull.unsqueeze(-1) * true + (push.unsqueeze(-1) * noise).sum(dim=1)",
+            "grad_center = pull.unsqueeze(-1) * true")]}),
+        "sampling-not-averaged": (SAMPLING, 1.0, {SAMPLING: [
+            ("pull = (torch.sigmoid(positive) - 1) / batch", "pull = torch.sigmoid(positive) - 1"),
+            ("push = torch.sigmoid(negative) / batch", "push = torch.sigmoid(negative)")]}),
+        "train-gradient-ascent": (TRAIN, 0.0, {TRAIN: [
+            ("grad_center, alpha=-rate)", "grad_center, alpha=rate)"),
+            ("outside.add_(grad_outside, alpha=-rate)", "outside.add_(grad_outside, alpha=rate)")]}),
+        "train-rate-not-decayed": (TRAIN, 0.0, {TRAIN: [("rate = lr * max(1 - step / steps, 1e-4)", "rate = lr")]}),
+        "train-repeated-centers-dropped": (TRAIN, 2.0, {TRAIN: [(
+            "center.index_add_(0, batch[:, 0], grad_center, alpha=-rate)",
+            "center[batch[:, 0]] -= rate * grad_center")]}),
+        "train-outside-never-updated": (TRAIN, 0.0, {TRAIN: [(
+            "        outside.add_(grad_outside, alpha=-rate)\n", "")]}),
         "windows-padded-on-one-side": (WINDOWS, 0.0, {WINDOWS: [("(window, window)", "(2 * window, 0)")]}),
         "windows-too-narrow": (WINDOWS, 0.0, {WINDOWS: [("unfold(0, 2 * window + 1, 1)", "unfold(0, 2 * window, 1)")]}),
         "windows-pad-id-ignored": (WINDOWS, 1.0, {WINDOWS: [("value=pad_id", "value=0")]}),

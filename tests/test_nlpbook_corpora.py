@@ -160,3 +160,10 @@ def test_glove_vectors_are_the_400000_words_of_glove_6b_50d():
     assert vocab.tokens[:4] == ["the", ",", ".", "of"]
     # The first row of the published glove.6B.50d.txt: "the 0.418 0.24968 -0.41242 0.1217 ..."
     assert vectors[0, :4].tolist() == pytest.approx([0.418, 0.24968, -0.41242, 0.1217])
+
+
+def test_word_corpus_names_the_lee_stories_alone_or_with_the_wiki_articles():
+    assert corpora.word_corpus("lee") == corpora.lee_corpus()
+    assert corpora.word_corpus("lee+wiki") == corpora.lee_corpus() + corpora.wiki_corpus()
+    with pytest.raises(ValueError, match="unknown word corpus 'bible'"):
+        corpora.word_corpus("bible")

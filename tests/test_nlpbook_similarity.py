@@ -74,3 +74,22 @@ def test_restrict_keeps_the_rows_of_the_words_asked_in_their_order():
     assert rows.tolist() == [[4.0, 5.0], [0.0, 1.0]] and sub.tokens == ["c", "a"] and sub.counts == [1, 5]
     with pytest.raises(KeyError, match=r"1 of the 2 words have no vector, for example \['z'\]"):
         restrict(vectors, vocab, ["a", "z"])
+
+
+def test_scored_wordsim_reads_the_vectors_in_the_order_of_the_corpus_vocabulary():
+    """The grader's score of chapter 1's vectors is gensim's WordSim353 correlation of the same vectors
+    under the vocabulary of the named corpus, which the exercise's test builds the same way."""
+    from nlpbook.corpora import word_corpus
+
+    vocab = Vocabulary.build(word_corpus("lee"), min_count=5)
+    vectors = torch.randn(len(vocab), 8, generator=torch.Generator().manual_seed(1))
+    kv = KeyedVectors(8)
+    kv.add_vectors(vocab.tokens, vectors.numpy())
+    theirs = kv.evaluate_word_pairs(str(gensim_test_data("wordsim353.tsv")), case_insensitive=True,
+                                    dummy4unknown=False)[1].statistic
+    assert similarity.scored_wordsim({"vectors": vectors}, corpus="lee", min_count=5) == pytest.approx(theirs, abs=1e-6)
+    assert math.isnan(similarity.scored_wordsim({"vectors": torch.full_like(vectors, float("nan"))},
+                                                corpus="lee", min_count=5))
+    for wrong in ({"vectors": vectors[:-1]}, {"weight": vectors}, {"vectors": vectors, "extra": vectors}):
+        with pytest.raises(ValueError, match="one row per word"):
+            similarity.scored_wordsim(wrong, corpus="lee", min_count=5)
