@@ -95,6 +95,8 @@ class TestWordVectorsExercise(ChapterGrading):
             "center[batch[:, 0]] -= rate * grad_center")]}),
         "train-outside-never-updated": (TRAIN, 0.0, {TRAIN: [(
             "        outside.add_(grad_outside, alpha=-rate)\n", "")]}),
+        "train-noise-ignored": (TRAIN, 2.0, {TRAIN: [(
+            "torch.multinomial(noise,", "torch.multinomial(torch.ones_like(noise),")]}),
         "windows-padded-on-one-side": (WINDOWS, 0.0, {WINDOWS: [("(window, window)", "(2 * window, 0)")]}),
         "windows-too-narrow": (WINDOWS, 0.0, {WINDOWS: [("unfold(0, 2 * window + 1, 1)", "unfold(0, 2 * window, 1)")]}),
         "windows-pad-id-ignored": (WINDOWS, 1.0, {WINDOWS: [("value=pad_id", "value=0")]}),
