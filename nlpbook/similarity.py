@@ -174,9 +174,8 @@ def scored_wordsim(state: dict[str, torch.Tensor], *, corpus: str, min_count: in
     Chapter 1's exercise is scored here: the grader calls this in its own process on the vectors a
     student's training produced (``nlpbook.checks.expect_score``).  Vectors of another form raise
     ``ValueError``; vectors that hold NaN, or that are all alike, score NaN."""
-    vectors = state.get("vectors") if isinstance(state, dict) else None
     vocab = Vocabulary.build(word_corpus(corpus), min_count=min_count)
-    if set(state) != {"vectors"} or vectors.dim() != 2 or vectors.shape[0] != len(vocab):
+    if set(state) != {"vectors"} or state["vectors"].dim() != 2 or state["vectors"].shape[0] != len(vocab):
         raise ValueError(f"the weights should be {{'vectors': a ({len(vocab)}, d) tensor}}, one row per word, "
                          f"got {sorted(state)[:4]} of shapes {[tuple(v.shape) for v in state.values()][:4]}")
-    return evaluate_similarity(vectors, vocab, "wordsim353").spearman
+    return evaluate_similarity(state["vectors"], vocab, "wordsim353").spearman
