@@ -64,7 +64,8 @@ def _parser() -> argparse.ArgumentParser:
                        help="refuse an assignment whose test cells fail on its own source notebook "
                             "(by default they are graded by nbgrader's rules, with a warning naming them)")
     grade.add_argument("--timeout", type=int, default=None, metavar="SECONDS",
-                       help=f"time limit for one notebook cell (default: the course's Execute.timeout, else {CELL_TIMEOUT})")
+                       help="time limit for one notebook cell (default: this book's own limit for $NLPBOOK_PROFILE, "
+                            f"180 s in quick and 600 s otherwise; another course's Execute.timeout, else {CELL_TIMEOUT})")
     grade.add_argument("--notebook-timeout", type=int, default=NOTEBOOK_TIMEOUT, metavar="SECONDS",
                        help=f"time limit for one whole notebook (default {NOTEBOOK_TIMEOUT})")
     grade.add_argument("--memory-mb", type=int, default=4096, metavar="MiB",

@@ -13,6 +13,8 @@ from pathlib import Path
 
 from traitlets.config import Config
 
+from nlpbook.profile import current_profile
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SOLUTIONS = REPO_ROOT / "solutions"
 EXERCISES = REPO_ROOT / "exercises"
@@ -22,6 +24,12 @@ COURSE_ID = "nlpbook"
 # The grading time limits, declared once (seconds): one cell, one whole notebook, and the CPU time
 # a kernel may use beyond its notebook's wall-clock limit before the operating system stops it.
 CELL_TIMEOUT, NOTEBOOK_TIMEOUT, CPU_GRACE = 60, 600, 60
+
+# This repository's own course trains models in graded cells: about 10 s each in `quick` on two quiet
+# cores, 45 s (chapter 1) to 2 minutes (chapters 5 and 7) in `standard`, and three to four times that
+# when notebooks are graded side by side on a busy machine (chapter 1's took 44 s of `quick` so). Its
+# cell limit follows the profile, as another course's nbgrader_config.py sets Execute.timeout.
+REPOSITORY_CELL_TIMEOUT = {"quick": 180, "standard": 600, "full": 600}
 
 # An assignment id is what nbgrader accepts as a folder name: the course's chapters ("04-attention"),
 # or any id an instructor brings ("ps1", "hw01", "lab_2"). One path component, no "+" (nbgrader
@@ -67,7 +75,8 @@ class Course:
 
     @classmethod
     def repository(cls) -> "Course":
-        return cls(REPO_ROOT, source_directory="solutions", release_directory="exercises")
+        return cls(REPO_ROOT, source_directory="solutions", release_directory="exercises",
+                   cell_timeout=REPOSITORY_CELL_TIMEOUT[current_profile()])
 
     @classmethod
     def at(cls, folder: Path) -> "Course":

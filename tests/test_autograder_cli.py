@@ -116,6 +116,15 @@ def test_a_course_folder_is_read_with_its_nbgrader_config(tmp_path):
     assert tmp_path / "course" / "autograded" in course.private
 
 
+def test_this_book_s_cell_limit_follows_the_profile(monkeypatch):
+    # Its graded training takes about 10 s a cell in quick and up to 2 minutes in standard.
+    from autograder.course import Course
+
+    for profile, limit in (("quick", 180), ("standard", 600), ("full", 600)):
+        monkeypatch.setenv("NLPBOOK_PROFILE", profile)
+        assert Course.repository().cell_timeout == limit
+
+
 def test_a_course_folder_s_mistakes_are_named(tmp_path):
     missing = run_autograder("grade", "lab", "--course", str(tmp_path / "nope"))
     assert missing.returncode == 2 and f"--course {tmp_path / 'nope'}: no such folder" in missing.stderr
