@@ -43,3 +43,20 @@ def test_an_image_that_has_a_description_keeps_it():
     ours, _ = FeedbackExporter().from_notebook_node(notebook)
     assert 'alt="the loss curve"' in ours and ours.count(f'alt="{MISSING_ALT}"') == 1
     assert nbformat.validate(notebook) is None
+
+
+def test_a_second_exporter_compiles_no_template_and_writes_the_same_page(monkeypatch):
+    from jinja2 import Environment
+
+    import copy
+
+    uuids = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"  # fresh in every page
+    notebook = _notebook()
+    first, _ = FeedbackExporter().from_notebook_node(copy.deepcopy(notebook))
+    compiled = []
+    original = Environment.compile
+    monkeypatch.setattr(Environment, "compile", lambda self, *args, **kw: compiled.append(args) or
+                        original(self, *args, **kw))
+    second, _ = FeedbackExporter().from_notebook_node(notebook)
+    assert compiled == []
+    assert re.sub(uuids, "", second) == re.sub(uuids, "", first)

@@ -1,6 +1,10 @@
+import jsonschema
+import pytest
 from nbformat.v4 import new_code_cell, new_notebook, new_output
+from nbgrader.nbgraderformat import MetadataValidator
 
-from autograder.preprocessors import SCRUBBED, STDERR_HEADER, KeepStderrVisible, ScrubHiddenTests
+from autograder.preprocessors import (SCRUBBED, STDERR_HEADER, CheckCompiledCellMetadata, CompiledMetadataValidator,
+                                     KeepStderrVisible, ScrubHiddenTests)
 
 
 def _grade_cell(source, outputs):
@@ -40,3 +44,43 @@ def test_quotations_of_hidden_tests_are_scrubbed_from_every_output():
     # Short lines ("ok = 1") are too common to scrub: they would eat honest output.
     nb.cells[1].outputs = [new_output("stream", name="stdout", text="ok = 1\n")]
     assert ScrubHiddenTests().preprocess(nb, {})[0].cells[1].outputs[0].text == "ok = 1\n"
+
+
+def _metadata_cases():
+    """Notebooks nbgrader's metadata check passes or refuses, each for a different reason."""
+    good = dict(grade=True, grade_id="t", points=1, solution=False, locked=True, schema_version=3)
+    cases = {"valid": [good, dict(good, grade_id="u", grade=False, points=0)]}
+    cases["points not a number"] = [dict(good, points="one")]
+    cases["grade id missing"] = [{key: value for key, value in good.items() if key != "grade_id"}]
+    cases["repeated grade id"] = [good, dict(good)]
+    cases["old schema"] = [dict(good, schema_version=1)]
+    cases["newer schema"] = [dict(good, schema_version=9)]
+    notebooks = {}
+    for name, metas in cases.items():
+        cells = [new_code_cell("x") for _ in metas] + [new_code_cell("plain, no metadata")]
+        for cell, meta in zip(cells, metas):
+            cell.metadata["nbgrader"] = meta
+        notebooks[name] = new_notebook(cells=cells)
+    return notebooks
+
+
+def test_the_compiled_metadata_check_gives_nbgrader_s_verdicts_and_messages():
+    def verdict(validator, nb):
+        try:
+            validator.validate_nb(nb)
+            return None
+        except Exception as error:  # noqa: BLE001 - the exception is what is compared
+            return type(error), str(error)
+
+    notebooks = _metadata_cases()
+    for name, nb in notebooks.items():
+        assert verdict(CompiledMetadataValidator(), nb) == verdict(MetadataValidator(), nb), name
+    assert verdict(MetadataValidator(), notebooks["valid"]) is None
+    assert all(verdict(MetadataValidator(), nb) is not None for name, nb in notebooks.items() if name != "valid")
+
+
+def test_the_compiled_metadata_check_refuses_a_notebook_as_nbgrader_does():
+    notebooks = _metadata_cases()
+    assert CheckCompiledCellMetadata().preprocess(notebooks["valid"], {})[0] is notebooks["valid"]
+    with pytest.raises(jsonschema.ValidationError, match="nbgrader metadata may be corrupted"):
+        CheckCompiledCellMetadata().preprocess(notebooks["points not a number"], {})
