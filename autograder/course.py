@@ -13,8 +13,6 @@ from pathlib import Path
 
 from traitlets.config import Config
 
-from nlpbook.profile import current_profile
-
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SOLUTIONS = REPO_ROOT / "solutions"
 EXERCISES = REPO_ROOT / "exercises"
@@ -75,6 +73,10 @@ class Course:
 
     @classmethod
     def repository(cls) -> "Course":
+        # Imported here: importing nlpbook imports PyTorch, which autograder.pool must not (it sets
+        # the thread counts PyTorch reads once, when it loads).
+        from nlpbook.profile import current_profile
+
         return cls(REPO_ROOT, source_directory="solutions", release_directory="exercises",
                    cell_timeout=REPOSITORY_CELL_TIMEOUT[current_profile()])
 

@@ -185,8 +185,14 @@ def test_train_char_lm_learns_a_periodic_text_with_the_recipe_and_evaluates_on_t
     curve = list(zip(history.eval_seconds, history.metrics["perplexity"]))
     assert 1 <= len(curve) <= 5 and curve[-1][0] == history.seconds
     assert [t for t, _ in curve] == sorted(t for t, _ in curve)
-    assert curve[-1][1] < 2.0  # from uniform (7) towards certainty (1)
-    assert history.loss[-1] < history.loss[0]
+    # How far a second of training gets depends on the machine (CI's, beside other tests, once
+    # ended at 2.08): here only below a uniform guess (7); the bar is set on a fixed step count.
+    assert curve[-1][1] < 7.0 and history.loss[-1] < history.loss[0]
+    torch.manual_seed(0)
+    model = CharRNN(7, embed=8, hidden=16)
+    train_char_lm(model, ids, Recipe(lr=1e-2, warmup=5), steps=100, batch_size=8, length=16,
+                  generator=torch.Generator().manual_seed(0))
+    assert perplexity(model, ids[:50]) < 1.5  # from uniform (7) towards certainty (1): 1.014 measured
     # The same seeds train the same model for a fixed number of steps (the windows are seeded).
     runs = []
     for _ in range(2):
