@@ -8,7 +8,7 @@ import time
 import warnings
 from pathlib import Path
 
-from autograder.course import CELL_TIMEOUT, NOTEBOOK_TIMEOUT, Course, CourseError
+from autograder.course import CELL_TIMEOUT, NOTEBOOK_TIMEOUT, REPOSITORY_CELL_TIMEOUT, Course, CourseError
 
 log = logging.getLogger("autograder")
 
@@ -65,7 +65,8 @@ def _parser() -> argparse.ArgumentParser:
                             "(by default they are graded by nbgrader's rules, with a warning naming them)")
     grade.add_argument("--timeout", type=int, default=None, metavar="SECONDS",
                        help="time limit for one notebook cell (default: this book's own limit for $NLPBOOK_PROFILE, "
-                            f"180 s in quick and 600 s otherwise; another course's Execute.timeout, else {CELL_TIMEOUT})")
+                            + ", ".join(f"{limit} s in {profile}" for profile, limit in REPOSITORY_CELL_TIMEOUT.items())
+                            + f"; another course's Execute.timeout, else {CELL_TIMEOUT})")
     grade.add_argument("--notebook-timeout", type=int, default=NOTEBOOK_TIMEOUT, metavar="SECONDS",
                        help=f"time limit for one whole notebook (default {NOTEBOOK_TIMEOUT})")
     grade.add_argument("--memory-mb", type=int, default=4096, metavar="MiB",

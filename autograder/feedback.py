@@ -34,8 +34,8 @@ class CompiledTemplates(BytecodeCache):
     """Jinja's compiled templates, kept in memory for every exporter of this process.
 
     nbgrader makes a new exporter, hence a new Jinja environment, for every student, and
-    the environment compiles the feedback page's 45 templates again: about 0.1 s of a
-    notebook's feedback.  Jinja checks a template's source against the one its code was
+    the environment compiled the feedback page's 9 templates again: 0.35 s of a student's
+    0.8 s of feedback in a profile taken on a busy machine.  Jinja checks a template's source against the one its code was
     compiled from before it uses the code, so a changed template is compiled again.
     """
 
