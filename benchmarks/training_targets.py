@@ -3,7 +3,7 @@
     python benchmarks/training_targets.py 02-rnns [--profile standard] [--seeds 5]
     python benchmarks/training_targets.py 05-transformers --study
 
-A graded training part (chapter 1's part 7, chapter 2's part 7, chapter 3's part 6, chapter 5's part 6,
+A graded training part (chapter 1's part 7, chapter 2's part 7, chapter 3's part 6, chapter 4's part 7, chapter 5's part 6,
 chapter 6's part 7, chapter 7's part 6) passes when the student's trained model scores within a margin of
 the instructor's solution trained the same way. A correct solution written differently
 (another order of the calls, a sum divided by the count in place of a mean) follows
@@ -81,6 +81,20 @@ def train_transformer_lm(namespace: dict, setting: dict, model_seed: int, window
                    None)  # endless (B, T + 1) batches
     nlpbook.train(model, windows, next_char_loss, torch.optim.Adam(model.parameters(), lr=setting["lr"]),
                   steps=setting["steps"], progress=False)
+    return model.state_dict()
+
+
+def train_masked_chars(namespace: dict, setting: dict, model_seed: int, batch_seed: int) -> dict:
+    """Chapter 4: the solution's ``MaskedCharModel`` trained by its ``train_masked_model`` to fill in
+    hidden characters of Bible verses, as the hidden test does."""
+    from nlpbook.masked_chars import MASK, PAD, verse_batches, vocab_size
+
+    namespace.update(MASK=MASK, PAD=PAD)  # from the part's set-up cell, which is neither setup nor a solution
+    torch.manual_seed(model_seed)
+    model = namespace["MaskedCharModel"](vocab_size(), setting["width"], setting["heads"], setting["layers"])
+    generator = torch.Generator().manual_seed(batch_seed)
+    namespace["train_masked_model"](model, verse_batches("train", setting["length"], setting["batch_size"], generator),
+                                    setting["steps"], setting["lr"], setting["rate"], generator)
     return model.state_dict()
 
 
@@ -178,6 +192,7 @@ PARTS = {
     "01-word-vectors": ("word_vectors.ipynb", "test_train_skipgram_hidden", train_skipgram),
     "02-rnns": ("rnns.ipynb", "test_train_language_model_hidden", train_char_rnn),
     "03-lstms": ("lstms.ipynb", "test_translator_training_hidden", train_translator),
+    "04-attention": ("attention.ipynb", "test_masked_char_training_hidden", train_masked_chars),
     "05-transformers": ("transformers.ipynb", "test_transformer_lm_training_hidden", train_transformer_lm),
     "06-bert": ("bert.ipynb", "test_sentiment_classifier_training_hidden", train_sentiment_head),
     "07-adam": ("adam.ipynb", "test_train_with_adamw_hidden", train_with_adamw),

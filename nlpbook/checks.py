@@ -133,6 +133,7 @@ def expect_raises(exception: type[BaseException], function: Callable[[], Any], m
 SCORERS = {
     "char_rnn_perplexity": ("nlpbook.charlm", "scored_perplexity", "lower"),
     "char_transformer_perplexity": ("nlpbook.charlm", "scored_transformer_perplexity", "lower"),
+    "masked_char_accuracy": ("nlpbook.masked_chars", "scored_masked_accuracy", "higher"),
     "sentiment_accuracy": ("nlpbook.bert", "scored_sentiment_accuracy", "higher"),
     "translation_perplexity": ("nlpbook.translation", "scored_translation_perplexity", "lower"),
     "wordsim_spearman": ("nlpbook.similarity", "scored_wordsim", "higher"),

@@ -8,7 +8,8 @@ import sys
 import nbformat
 
 from conftest import run_autograder
-from autograder.handins import solved, write
+from autograder.handins import write
+from attention_course import COURSE_ARGS, solved
 
 
 def test_unknown_assignment_is_named(tmp_path):
@@ -47,23 +48,24 @@ def test_an_empty_class_is_an_error(tmp_path):
 def test_manual_grades_are_not_replaced_without_asking(tmp_path):
     classroom, out = tmp_path / "class", tmp_path / "out"
     write(solved("04-attention", "attention"), classroom / "ada" / "04-attention", "attention")
+    grade = ("grade", "04-attention", *COURSE_ARGS, "--submissions", str(classroom), "--out", str(out))
     (classroom / "bad id!").mkdir()
     (classroom / "linked").symlink_to(classroom / "ada")
-    first = run_autograder("grade", "04-attention", "--submissions", str(classroom), "--out", str(out))
+    first = run_autograder(*grade)
     assert first.returncode == 0, first.stderr
     assert "'bad id!' is not a usable student id" in first.stderr and "a link is not a student folder" in first.stderr
     grades = (out / "grades.csv").read_text()
     assert grades.count("\n") == 2  # header + ada
     # Nothing entered by hand yet: grading again is safe, and grades nobody twice.
-    second = run_autograder("grade", "04-attention", "--submissions", str(classroom), "--out", str(out))
+    second = run_autograder(*grade)
     assert second.returncode == 0 and "0 to grade, 1 already graded" in second.stderr
     assert (out / "grades.csv").read_text() == grades
     with sqlite3.connect(out / "course" / "gradebook.db") as database:
         database.execute("UPDATE comment SET manual_comment = 'Well argued.' WHERE rowid = 1")
-    refused = run_autograder("grade", "04-attention", "--submissions", str(classroom), "--out", str(out))
+    refused = run_autograder(*grade)
     assert refused.returncode == 2 and "holds 1 manual grade(s) or comment(s)" in refused.stderr
     assert (out / "grades.csv").read_text() == grades
-    third = run_autograder("grade", "04-attention", "--submissions", str(classroom), "--out", str(out), "--replace")
+    third = run_autograder(*grade, "--replace")
     assert third.returncode == 0 and (out / "grades.csv").read_text().count("\n") == 2
     assert nbformat.read(out / "course" / "autograded" / "ada" / "04-attention" / "attention.ipynb", as_version=4)
 

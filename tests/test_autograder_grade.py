@@ -1,4 +1,5 @@
-"""The real grading command on a class of known submissions.
+"""The real grading command on a class of known submissions, in the grader's own test course
+(attention_course: chapter 4's exercise without its training part).
 
 One class is graded once (module fixture) through ``python -m autograder grade``:
 the instructor's solution, the untouched exercise, correct solutions that write
@@ -17,10 +18,10 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder.course import EXERCISES, SOLUTIONS
 from chapter_grading import check_mistake, read_part_scores
 from conftest import run_autograder
-from autograder.handins import solved, write
+from autograder.handins import write
+from attention_course import COURSE_ARGS, SOURCE, exercise, solved
 
 ASSIGNMENT, NOTEBOOK = "04-attention", "attention"
 AUTO_POINTS = 17.0
@@ -95,14 +96,14 @@ def graded_class(tmp_path_factory):
         write(notebook, submissions / student / ASSIGNMENT, NOTEBOOK)
 
     hand_in("solution", solved(ASSIGNMENT, NOTEBOOK))
-    hand_in("untouched", nbformat.read(EXERCISES / ASSIGNMENT / f"{NOTEBOOK}.ipynb", as_version=4))
+    hand_in("untouched", exercise())
     hand_in("noisy-stderr", solved(ASSIGNMENT, NOTEBOOK, NOISY_EDITS))
     hand_in("torch-warning", solved(ASSIGNMENT, NOTEBOOK, TORCH_WARNING_EDITS))
     for student, (_, _, edits) in MISTAKES.items():
         hand_in(student, solved(ASSIGNMENT, NOTEBOOK, edits, answers=False))
     (submissions / "absent").mkdir()  # a student folder with nothing for this assignment
     before = _sha256_tree(submissions)
-    result = run_autograder("grade", ASSIGNMENT, "--submissions", str(submissions), "--out", str(out))
+    result = run_autograder("grade", ASSIGNMENT, *COURSE_ARGS, "--submissions", str(submissions), "--out", str(out))
     return {"submissions": submissions, "out": out, "result": result, "before": before}
 
 
@@ -150,7 +151,7 @@ def test_each_mistake_costs_its_own_part_and_nothing_else(part_scores, student):
 
 def _hidden_test_lines() -> set[str]:
     """Every distinctive line of hidden test code that a student cannot see anywhere else."""
-    source = nbformat.read(SOLUTIONS / ASSIGNMENT / f"{NOTEBOOK}.ipynb", as_version=4)
+    source = nbformat.read(SOURCE, as_version=4)
     lines, hidden = set(), False
     for cell in source.cells:
         for line in cell.source.split("\n"):

@@ -4,7 +4,8 @@ Every submission here tries to cheat, snoop, break the grader or hurt a
 classmate, or is broken in a way real hand-ins are.  Each must get exactly
 the automatic score below (out of 17), and the honest students graded before
 and after them keep full marks.  The class is graded once, through the real
-command, with short time limits so that the suite stays fast.
+command, with short time limits so that the suite stays fast, in the grader's own
+test course (attention_course: chapter 4's exercise without its training part).
 """
 from __future__ import annotations
 
@@ -21,11 +22,13 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell
 
-from autograder.course import EXERCISES, REPO_ROOT, SOLUTIONS
+from autograder.course import REPO_ROOT
 from autograder.execute import STOP_KEY
 from conftest import run_autograder
 from processes import left_behind, processes
-from autograder.handins import solved, write
+from autograder.handins import write
+from attention_course import COURSE_ARGS, SOURCE, solved
+from attention_course import exercise as released
 
 ASSIGNMENT, NOTEBOOK = "04-attention", "attention"
 FULL = 17.0
@@ -52,7 +55,7 @@ def student(name: str, score: float | tuple[float, ...]):
 
 
 def exercise():
-    return copy.deepcopy(nbformat.read(EXERCISES / ASSIGNMENT / f"{NOTEBOOK}.ipynb", as_version=4))
+    return copy.deepcopy(released())
 
 
 def with_cell(notebook, after: str, code: str):
@@ -193,7 +196,7 @@ def _(ctx):
 
 @student("snoops-on-files", FULL)
 def _(ctx):
-    targets = [SOLUTIONS / ASSIGNMENT / f"{NOTEBOOK}.ipynb", ctx["out"], ctx["submissions"],
+    targets = [SOURCE, ctx["out"], ctx["submissions"],
                ctx["submissions"] / "aa-honest-first" / ASSIGNMENT / f"{NOTEBOOK}.ipynb", "/proc/1/environ",
                Path.home() / ".bash_history"]
     return with_cell(solved(ASSIGNMENT, NOTEBOOK), "setup", (
@@ -453,7 +456,7 @@ def hostile_class(tmp_path_factory):
     compileall.compile_dir(REPO_ROOT / "nlpbook", quiet=1)
     repo_before = _sha256_tree(REPO_ROOT / "nlpbook")
     before = _sha256_tree(submissions)
-    result = run_autograder("grade", ASSIGNMENT, "--submissions", str(submissions), "--out", str(out),
+    result = run_autograder("grade", ASSIGNMENT, *COURSE_ARGS, "--submissions", str(submissions), "--out", str(out),
                             "--timeout", str(CELL_TIMEOUT), "--notebook-timeout", str(NOTEBOOK_TIMEOUT),
                             "--memory-mb", "3072")
     leftovers = [p for p in processes() if p["cmdline"] == "sleep 987"]

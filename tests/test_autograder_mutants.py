@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import csv
 
+from attention_course import COURSE_ARGS
 from conftest import run_autograder
 
 from autograder.mutants import mutants, solution_lines
@@ -48,7 +49,8 @@ def test_each_kind_of_bug_is_planted_once_and_the_code_still_parses():
 
 
 def test_check_tests_reports_each_part_and_lists_survivors(tmp_path):
-    result = run_autograder("check-tests", "04-attention", "--out", str(tmp_path), "--limit", "2")
+    # The grader's own test course: chapter 4 without its training part (attention_course).
+    result = run_autograder("check-tests", "04-attention", *COURSE_ARGS, "--out", str(tmp_path), "--limit", "2")
     assert result.returncode == 0, result.stderr[-3000:]
     report = result.stdout
     for part in ("scaled_dot_product_attention", "causal_mask", "padding_mask", "MultiHeadSelfAttention",

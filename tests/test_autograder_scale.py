@@ -19,7 +19,8 @@ import pytest
 from conftest import run_autograder
 from processes import left_behind
 from servers import dask_cluster, postgres_server
-from autograder.handins import solved, write
+from autograder.handins import write
+from attention_course import COURSE_ARGS, exercise, solved
 
 from autograder.course import COURSE_ID, REPO_ROOT
 
@@ -35,14 +36,9 @@ CLASS = {
 
 
 def _hand_in(folder: Path) -> Path:
-    import nbformat
-
-    from autograder.course import EXERCISES
-
     for student, edits in CLASS.items():
         write(solved(ASSIGNMENT, "attention", edits), folder / student / ASSIGNMENT, "attention")
-    untouched = nbformat.read(EXERCISES / ASSIGNMENT / "attention.ipynb", as_version=4)
-    write(untouched, folder / "untouched" / ASSIGNMENT, "attention")
+    write(exercise(), folder / "untouched" / ASSIGNMENT, "attention")
     return folder
 
 
@@ -52,7 +48,7 @@ def _table(path: Path) -> list[list[str]]:
 
 
 def _grade(submissions: Path, out: Path, *options: str, check: bool = True, env: dict[str, str] | None = None):
-    result = run_autograder("grade", ASSIGNMENT, "--submissions", str(submissions), "--out", str(out), *options,
+    result = run_autograder("grade", ASSIGNMENT, *COURSE_ARGS, "--submissions", str(submissions), "--out", str(out), *options,
                             env=env)
     if check:
         assert result.returncode == 0, result.stderr[-3000:]
@@ -142,7 +138,7 @@ def test_a_changed_submission_is_the_only_one_graded_again(submissions, sequenti
 
 def test_a_killed_run_resumes_to_identical_grades(submissions, sequential, tmp_path):
     out = tmp_path / "out"
-    command = [sys.executable, "-m", "autograder", "grade", ASSIGNMENT, "--submissions", str(submissions),
+    command = [sys.executable, "-m", "autograder", "grade", ASSIGNMENT, *COURSE_ARGS, "--submissions", str(submissions),
                "--out", str(out), "--workers", "1"]
     env = {**os.environ, "NLPBOOK_PROFILE": "quick"}
     grader = subprocess.Popen(command, cwd=REPO_ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

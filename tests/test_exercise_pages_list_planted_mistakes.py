@@ -91,7 +91,15 @@ def chapter_mistakes(chapter: str) -> tuple[str, dict]:
     """The chapter's grading-test class name and its MISTAKES table (imported, not collected here)."""
     module = importlib.import_module(grading_module(chapter))
     if chapter in MISTAKES_ELSEWHERE:
-        return module.__name__, module.MISTAKES
+        # Chapter 4's training part plants its mistakes in the chapter's own grading test as well.
+        _, own = chapter_class_mistakes("test_grading_" + chapter.replace("-", "_"))
+        return module.__name__, {**module.MISTAKES, **own}
+    return chapter_class_mistakes(module.__name__)
+
+
+def chapter_class_mistakes(module_name: str) -> tuple[str, dict]:
+    """The one ChapterGrading class of a grading test module: its name and its MISTAKES."""
+    module = importlib.import_module(module_name)
     classes = [value for value in vars(module).values()
                if isinstance(value, type) and issubclass(value, ChapterGrading) and value is not ChapterGrading]
     assert len(classes) == 1, f"{module.__name__}: expected one ChapterGrading class, found {classes}"

@@ -1,0 +1,70 @@
+"""nlpbook.masked_chars: chapter 4's verses, corruption, course model and the grader's scorer."""
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from nlpbook import masked_chars
+from nlpbook.checks import SCORERS, score_state
+from nlpbook.masked_chars import MASK, PAD, MaskedCharEncoder, mask_characters, verse_ids, vocab_size
+
+
+def test_verse_ids_are_padded_rows_of_characters():
+    ids = verse_ids("valid", 32)
+    assert ids.shape == (1609, 32) and ids.dtype == torch.long
+    assert ids.min() == PAD and ids.max() < vocab_size() and not (ids == MASK).any()
+    assert (ids[:, 0] != PAD).all()  # no verse is empty
+
+
+def test_mask_characters_hides_real_characters_only():
+    ids = torch.tensor([[5, 6, 7, PAD, PAD]] * 200)
+    inputs, targets = mask_characters(ids, 0.5, torch.Generator().manual_seed(0))
+    hidden = inputs == MASK
+    assert not hidden[:, 3:].any() and 0.4 < hidden[:, :3].float().mean() < 0.6
+    assert torch.equal(targets[hidden], ids[hidden]) and (targets[~hidden] == -100).all()
+    assert torch.equal(inputs[~hidden], ids[~hidden])
+
+
+def test_padding_never_changes_the_real_characters_logits():
+    torch.manual_seed(0)
+    model = MaskedCharEncoder(vocab_size(), 16, 2, 2).eval()
+    ids = torch.tensor([[5, 6, 7, PAD, PAD]])
+    other = torch.tensor([[5, 6, 7, PAD]])
+    assert torch.allclose(model(ids)[:, :3], model(other)[:, :3], atol=1e-5)
+
+
+def test_the_scorer_loads_a_state_by_name_and_rejects_others():
+    assert SCORERS["masked_char_accuracy"][2] == "higher"
+    torch.manual_seed(0)
+    state = MaskedCharEncoder(vocab_size(), 16, 2, 1).state_dict()
+    options = {"heads": 2, "length": 16, "verses": 50}
+    accuracy = score_state("masked_char_accuracy", state, options)
+    assert 0.0 <= accuracy <= 1.0
+    with pytest.raises(ValueError):
+        score_state("masked_char_accuracy", {"weight": torch.zeros(2, 2)}, options)
+    with pytest.raises(ValueError):
+        score_state("masked_char_accuracy", {**state, "extra.weight": torch.zeros(1)}, options)
+    broken = {**state, "out.bias": torch.full_like(state["out.bias"], math.nan)}
+    assert math.isnan(score_state("masked_char_accuracy", broken, options))
+
+
+def test_a_short_training_beats_the_commonest_character():
+    # What the exercise's part 7 relies on: attention to the neighbours lifts the accuracy above
+    # the share of the commonest character among the hidden ones.
+    ids = verse_ids("valid", 16)[:300]
+    _, targets = mask_characters(ids, 0.15, torch.Generator().manual_seed(0))
+    commonest = torch.bincount(targets[targets != -100]).max().item() / (targets != -100).sum().item()
+    torch.manual_seed(0)
+    model = MaskedCharEncoder(vocab_size(), 32, 2, 1)
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
+    generator = torch.Generator().manual_seed(0)
+    batches = masked_chars.verse_batches("train", 16, 64, generator)
+    for _ in range(150):
+        inputs, targets = mask_characters(next(batches), 0.15, generator)
+        loss = torch.nn.functional.cross_entropy(model(inputs).flatten(0, 1), targets.flatten(), ignore_index=-100)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    assert masked_chars.masked_accuracy(model, ids) > commonest + 0.03
