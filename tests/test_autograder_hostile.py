@@ -13,7 +13,6 @@ import compileall
 import copy
 import csv
 import hashlib
-import os
 import socket
 import threading
 from pathlib import Path

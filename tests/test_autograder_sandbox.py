@@ -5,7 +5,6 @@ import csv
 import os
 import threading
 import time
-from pathlib import Path
 
 import pytest
 
