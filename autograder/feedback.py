@@ -35,8 +35,9 @@ class CompiledTemplates(BytecodeCache):
 
     nbgrader makes a new exporter, hence a new Jinja environment, for every student, and
     the environment compiled the feedback page's 9 templates again: 0.35 s of a student's
-    0.8 s of feedback in a profile taken on a busy machine.  Jinja checks a template's source against the one its code was
-    compiled from before it uses the code, so a changed template is compiled again.
+    0.8 s of feedback in a profile taken on a busy machine.  Jinja checks a template's source
+    against the one its code was compiled from before it uses the code, so a changed template
+    is compiled again.
     """
 
     def __init__(self):

@@ -3,8 +3,8 @@
     python benchmarks/training_targets.py 02-rnns [--profile standard] [--seeds 5]
     python benchmarks/training_targets.py 05-transformers --study
 
-A graded training part (chapter 1's part 7, chapter 2's part 7, chapter 3's part 6, chapter 4's part 7, chapter 5's part 6,
-chapter 6's part 7, chapter 7's part 6) passes when the student's trained model scores within a margin of
+A graded training part (chapter 1's part 7, chapter 2's part 7, chapter 3's part 6, chapter 4's part 7,
+chapter 5's part 6, chapter 6's part 7, chapter 7's part 6) passes when the student's trained model scores within a margin of
 the instructor's solution trained the same way. A correct solution written differently
 (another order of the calls, a sum divided by the count in place of a mean) follows
 another path through the same training, as another seed does, so the margin is set from

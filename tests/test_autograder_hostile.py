@@ -26,8 +26,7 @@ from autograder.execute import STOP_KEY
 from conftest import run_autograder
 from processes import left_behind, processes
 from autograder.handins import write
-from attention_course import COURSE_ARGS, SOURCE, solved
-from attention_course import exercise as released
+from attention_course import COURSE_ARGS, SOURCE, exercise, solved
 
 ASSIGNMENT, NOTEBOOK = "04-attention", "attention"
 FULL = 17.0
@@ -51,10 +50,6 @@ def student(name: str, score: float | tuple[float, ...]):
         BUILDERS[name] = build
         return build
     return register
-
-
-def exercise():
-    return copy.deepcopy(released())
 
 
 def with_cell(notebook, after: str, code: str):

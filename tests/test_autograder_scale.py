@@ -48,8 +48,8 @@ def _table(path: Path) -> list[list[str]]:
 
 
 def _grade(submissions: Path, out: Path, *options: str, check: bool = True, env: dict[str, str] | None = None):
-    result = run_autograder("grade", ASSIGNMENT, *COURSE_ARGS, "--submissions", str(submissions), "--out", str(out), *options,
-                            env=env)
+    result = run_autograder("grade", ASSIGNMENT, *COURSE_ARGS, "--submissions", str(submissions), "--out", str(out),
+                            *options, env=env)
     if check:
         assert result.returncode == 0, result.stderr[-3000:]
     return result
