@@ -21,9 +21,36 @@ if _WORKERS > 1:
     for _name, _value in thread_share(_WORKERS).items():
         os.environ.setdefault(_name, _value)
 
+import nbval.kernel  # noqa: E402
 import pytest  # noqa: E402
 
 from autograder.course import REPO_ROOT as REPO  # noqa: E402
+
+
+def _start_kernel_again_if_it_dies(start_new_kernel, attempts: int = 3):
+    """nbval's kernel start, tried up to ``attempts`` times.
+
+    nbval's kernels listen on TCP ports that jupyter_client picks by binding port 0 and letting
+    it go.  Beside the book's build, the gradings and the other worker, all starting kernels,
+    another process can take the port in between; the new kernel then exits before it answers,
+    and nbval errors every cell of the notebook ("Kernel died before replying to kernel_info":
+    all 24 cells of chapter 6's solution in one CI run).  A second start picks fresh ports.
+    The grader's own kernels use Unix sockets in folders of their own, so they never race.
+    """
+    def start(*args, **kwargs):
+        for attempt in range(1, attempts + 1):
+            try:
+                return start_new_kernel(*args, **kwargs)
+            except RuntimeError as error:  # nbval's start shuts down the failed kernel before raising
+                if attempt == attempts:
+                    raise
+                print(f"nbval's kernel did not start ({error}); starting another", file=sys.stderr)
+    start.wrapped = start_new_kernel
+    return start
+
+
+if not hasattr(nbval.kernel.start_new_kernel, "wrapped"):  # tests that import conftest import it again
+    nbval.kernel.start_new_kernel = _start_kernel_again_if_it_dies(nbval.kernel.start_new_kernel)
 
 JUPYTER_BOOK = Path(sys.executable).with_name("jupyter-book")
 # Text that only the instructors' notebooks hold: no page of the built book may show it.

@@ -33,3 +33,27 @@ def test_chapter_standard_counts(assignment):
     assert all(m.get("locked") and m.get("points", 0) > 0 for m in tests)
     hidden = [m for p, c, m in _cells(assignment) if m.get("grade") and "### BEGIN HIDDEN TESTS" in c.source]
     assert len(hidden) >= len(code_parts), "every part needs hidden tests"
+
+
+def test_nbval_starts_another_kernel_when_one_dies_at_start():
+    import nbval.kernel
+    from conftest import _start_kernel_again_if_it_dies
+
+    calls = []
+
+    def dies_twice(**kwargs):
+        calls.append(kwargs)
+        if len(calls) < 3:
+            raise RuntimeError("Kernel died before replying to kernel_info")
+        return "manager", "client"
+
+    assert _start_kernel_again_if_it_dies(dies_twice)(kernel_name="python3") == ("manager", "client")
+    assert calls == [{"kernel_name": "python3"}] * 3
+
+    def always_dies(**kwargs):
+        raise RuntimeError("Kernel died before replying to kernel_info")
+
+    with pytest.raises(RuntimeError, match="Kernel died"):
+        _start_kernel_again_if_it_dies(always_dies)()
+    # what nbval's RunningKernel calls is the wrapper, wrapped once
+    assert not hasattr(nbval.kernel.start_new_kernel.wrapped, "wrapped")
