@@ -63,6 +63,56 @@ def linear_warmup(optimizer: torch.optim.Optimizer, steps: int) -> torch.optim.l
     return torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: min(1.0, (step + 1) / steps) if steps else 1.0)
 
 
+class StepWatch:
+    """Watches every optimizer step taken inside a ``with`` block, whichever optimizer takes it and
+    wherever it was built (PyTorch's global step hooks): the exercises' way to see how a student's
+    loop trains without reading its code.
+
+    Before each step it notes each parameter group's learning rate (``rates``, one list per step),
+    its other hyperparameters (``settings``: betas, eps, weight decay, ...) and the global norm of
+    the gradients the step is given (``norms``), which is above the loop's bound if the loop clips
+    after the step or not at all.  With ``poison=True`` it leaves NaN in the gradients after each
+    step: a loop that clears them before the next backward pass never sees it, one that does not
+    shows NaN norms from its second step on.
+    """
+
+    def __init__(self, poison: bool = False):
+        self.poison = poison
+        self.rates: list[list[float]] = []
+        self.settings: list[list[dict[str, Any]]] = []
+        self.norms: list[float] = []
+        self._handles: list[Any] = []
+
+    def __enter__(self) -> "StepWatch":
+        from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
+
+        self._handles = [register_optimizer_step_pre_hook(self._before),
+                         register_optimizer_step_post_hook(self._after)]
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        for handle in self._handles:
+            handle.remove()
+        self._handles = []
+
+    @staticmethod
+    def _grads(optimizer: torch.optim.Optimizer) -> list[torch.Tensor]:
+        return [p.grad for group in optimizer.param_groups for p in group["params"] if p.grad is not None]
+
+    def _before(self, optimizer, args, kwargs) -> None:
+        self.rates.append([float(group["lr"]) for group in optimizer.param_groups])
+        self.settings.append([{key: value for key, value in group.items() if key not in ("params", "lr")}
+                              for group in optimizer.param_groups])
+        grads = self._grads(optimizer)
+        self.norms.append(float(torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(g) for g in grads])))
+                          if grads else 0.0)
+
+    def _after(self, optimizer, args, kwargs) -> None:
+        if self.poison:
+            for grad in self._grads(optimizer):
+                grad.fill_(float("nan"))
+
+
 def to_device(batch: Any, device: torch.device) -> Any:
     """Move every tensor inside a (nested) tuple, list or dict to ``device``."""
     if isinstance(batch, torch.Tensor):
