@@ -334,8 +334,10 @@ def _(ctx):
 @student("floods-output", FULL)
 def _(ctx):
     return with_cell(solved(ASSIGNMENT, NOTEBOOK), "setup", (
+        # 22 MB, 22 times what the grader keeps: enough to show the cut, and it streams in well
+        # under the 10 s cell limit even beside other work (100 MB did not, at a load of 10).
         "import sys\n"
-        "for _ in range(20000):\n"
+        "for _ in range(4000):\n"
         "    sys.stdout.write('x' * 5000 + '\\n')\n"
         "    sys.stderr.write('y' * 500 + '\\n')\n"))
 
