@@ -1,12 +1,13 @@
 """Chapter 5's exercise through the real grading command: the classic mistakes of BPE, Transformer
-layers and a decoder-only language model trained for a target."""
+layers, a decoder-only language model trained for a target, and the paper's schedule and training loop."""
 from __future__ import annotations
 
 from chapter_grading import ChapterGrading
 
 
-MERGES, ENCODE, ENCODER, DECODER, SAMPLING, MODEL = (
-    "bpe_merges", "bpe_encode", "encoder_layer", "decoder_layer", "sampling_probs", "transformer_lm")
+MERGES, ENCODE, ENCODER, DECODER, SAMPLING, MODEL, NOAM, PAPER = (
+    "bpe_merges", "bpe_encode", "encoder_layer", "decoder_layer", "sampling_probs", "transformer_lm", "noam_rate",
+    "train_like_the_paper")
 BEST = "best = min(pairs, key=lambda pair: (-pairs[pair], pair))"
 SPELL = "tuple(word[:-1]) + (word[-1] + END,)"
 CHOSEN = "merge_pair(symbols, min(candidates, key=rank.get))"
@@ -17,13 +18,19 @@ PRE_CROSS = "y = y + self.dropout2(self.cross_attn(self.norm2(y), memory, memory
 POST_CROSS = "y = self.norm2(y + self.dropout2(self.cross_attn(y, memory, memory, memory_mask)))"
 PRE_SELF = "            h = self.norm1(y)\n            y = y + self.dropout1(self.self_attn(h, h, h, self_mask))\n"
 EMBED = "x = self.dropout(self.embed(ids) + self.position(torch.arange(T, device=ids.device)))"
+RATE = "return width ** -0.5 * min(step ** -0.5, step * warmup ** -1.5)"
+ADAM = "optimizer = torch.optim.Adam(model.parameters(), betas=(0.9, 0.98), eps=1e-9)"
+SET_RATE = ("        for group in optimizer.param_groups:\n"
+            "            group[\"lr\"] = noam_rate(step, width, warmup)\n")
+CLIP = "        nn.utils.clip_grad_norm_(model.parameters(), max_norm)\n"
+STEP = "        optimizer.step()\n"
 TOP_K = ("        kth = scaled.topk(top_k, dim=-1).values[..., -1:]                # (..., 1), the k-th largest\n"
          "        scaled = scaled.masked_fill(scaled < kth, float(\"-inf\"))\n")
 
 
 class TestTransformersExercise(ChapterGrading):
     ASSIGNMENT, NOTEBOOK = "05-transformers", "transformers"
-    AUTO_POINTS = 19.0
+    AUTO_POINTS = 26.0
     # Handed in on its own as well as packed beside other parts' mistakes (chapter_grading.py).
     ALONE = ("encoder-without-the-second-residual",)
     # student id -> (the part it breaks, its score in that part, edits to the solution)
@@ -89,10 +96,26 @@ class TestTransformersExercise(ChapterGrading):
              "                                    for _ in range(layers))",
              "[EncoderLayer(width, heads, 4 * width, dropout, norm_first=True)\n"
              "                                    for _ in range(layers)]")]}),
+        "noam-warmup-to-the-minus-half": (NOAM, 0.0, {NOAM: [(RATE, RATE.replace("-1.5", "-0.5"))]}),
+        "noam-without-the-width-factor": (NOAM, 0.0, {NOAM: [(RATE, RATE.replace("width ** -0.5 * ", ""))]}),
+        "noam-max-instead-of-min": (NOAM, 0.0, {NOAM: [(RATE, RATE.replace("min(", "max("))]}),
+        # Training as the paper did (part 8): the watched steps and the grader's perplexity.
+        "paper-counts-updates-from-zero": (PAPER, 0.0, {PAPER: [("for step in range(1, steps + 1):",
+                                                                 "for step in range(steps):")]}),
+        "paper-never-clears-gradients": (PAPER, 0.0, {PAPER: [("        optimizer.zero_grad()\n", "")]}),
+        "paper-rate-set-after-the-step": (PAPER, 3.0, {PAPER: [(SET_RATE, ""), (STEP, STEP + SET_RATE)]}),
+        "paper-adam-defaults": (PAPER, 3.0, {PAPER: [(ADAM, "optimizer = torch.optim.Adam(model.parameters())")]}),
+        "paper-clips-after-the-step": (PAPER, 3.0, {PAPER: [(CLIP, ""), (STEP, STEP + CLIP)]}),
+        "paper-targets-not-shifted": (PAPER, 2.0, {PAPER: [("window[:, 1:].flatten()", "window[:, :-1].flatten()")]}),
     }
-    # Another correct way to write the model: position rows sliced, the mask built in place.
+    # Other correct ways to write the model (position rows sliced, the mask built in place) and the
+    # loop (PyTorch's LambdaLR, stepped after the optimizer, in place of setting each group's rate).
     VARIANTS = {
         "lm-positions-sliced-mask-built": {MODEL: [
             ("self.position(torch.arange(T, device=ids.device))", "self.position.weight[:T]"),
             ("mask = causal_mask(T, ids.device)", "mask = torch.ones(T, T, dtype=torch.bool, device=ids.device).tril()")]},
+        "paper-lambda-lr-scheduler": {PAPER: [
+            (ADAM, ADAM.replace("betas", "lr=1.0, betas") + "\n    scheduler = torch.optim.lr_scheduler.LambdaLR(\n"
+                   "        optimizer, lambda s: noam_rate(s + 1, width, warmup))"),
+            (SET_RATE, ""), (STEP, STEP + "        scheduler.step()\n")]},
     }
