@@ -65,21 +65,38 @@ def train_char_rnn(namespace: dict, setting: dict, model_seed: int, window_seed:
     return model.state_dict()
 
 
+def bible_windows(setting: dict, window_seed: int):
+    """The hidden tests' endless batches of (B, T + 1) windows of the Bible's training characters."""
+    from nlpbook.charlm import bible_char_data, random_windows
+
+    generator = torch.Generator().manual_seed(window_seed)
+    train_ids = bible_char_data().train_ids
+    return iter(lambda: random_windows(train_ids, setting["batch_size"], setting["context"], generator), None)
+
+
+def course_lm(setting: dict, model_seed: int):
+    """The course's DecoderOnlyLM of the hidden test's size, drawn from ``model_seed``."""
+    import nlpbook.transformer
+    from nlpbook.charlm import bible_char_data
+
+    vocab_size = len(bible_char_data().chars)  # loaded before the seed, as the hidden tests do
+    torch.manual_seed(model_seed)
+    return nlpbook.transformer.DecoderOnlyLM(vocab_size, setting["width"], setting["heads"], setting["layers"],
+                                             setting["context"])
+
+
 def train_transformer_lm(namespace: dict, setting: dict, model_seed: int, window_seed: int) -> dict:
     """Chapter 5: the solution's ``TransformerLM`` trained by the hidden test's loop, with the
     course's encoder layer in place of the solution's, as the hidden test puts it in place of the student's."""
     import nlpbook.transformer
-    from nlpbook.charlm import bible_char_data, next_char_loss, random_windows
+    from nlpbook.charlm import bible_char_data, next_char_loss
 
-    data = bible_char_data()
+    vocab_size = len(bible_char_data().chars)
     namespace["EncoderLayer"] = nlpbook.transformer.EncoderLayer
     torch.manual_seed(model_seed)
-
-    model = namespace["TransformerLM"](len(data.chars), setting["width"], setting["heads"], setting["layers"],
+    model = namespace["TransformerLM"](vocab_size, setting["width"], setting["heads"], setting["layers"],
                                        setting["context"])
-    generator = torch.Generator().manual_seed(window_seed)
-    windows = iter(lambda: random_windows(data.train_ids, setting["batch_size"], setting["context"], generator),
-                   None)  # endless (B, T + 1) batches
+    windows = bible_windows(setting, window_seed)
     nlpbook.train(model, windows, next_char_loss, torch.optim.Adam(model.parameters(), lr=setting["lr"]),
                   steps=setting["steps"], progress=False)
     return model.state_dict()
@@ -88,17 +105,9 @@ def train_transformer_lm(namespace: dict, setting: dict, model_seed: int, window
 def train_like_the_paper(namespace: dict, setting: dict, model_seed: int, window_seed: int) -> dict:
     """Chapter 5's part 8: the solution's ``train_like_the_paper`` trains the course's DecoderOnlyLM, with
     the solution's ``noam_rate`` (the hidden test's reference computes the same rates)."""
-    import nlpbook.transformer
-    from nlpbook.charlm import bible_char_data, random_windows
-
-    data = bible_char_data()
-    torch.manual_seed(model_seed)
-    model = nlpbook.transformer.DecoderOnlyLM(len(data.chars), setting["width"], setting["heads"], setting["layers"],
-                                              setting["context"])
-    generator = torch.Generator().manual_seed(window_seed)
-    windows = iter(lambda: random_windows(data.train_ids, setting["batch_size"], setting["context"], generator),
-                   None)  # endless (B, T + 1) batches
-    namespace["train_like_the_paper"](model, windows, setting["steps"], setting["width"], setting["warmup"], 1.0)
+    model = course_lm(setting, model_seed)
+    namespace["train_like_the_paper"](model, bible_windows(setting, window_seed), setting["steps"], setting["width"],
+                                      setting["warmup"], 1.0)
     return model.state_dict()
 
 
@@ -127,20 +136,13 @@ def train_with_adamw(namespace: dict, setting: dict, model_seed: int, window_see
     """Chapter 7: the solution's ``train_with_adamw`` trains the course's DecoderOnlyLM with
     ``torch.optim.AdamW`` and the reference schedule, as the hidden test does (with
     ``--solution-optimizer``, with the solution's own ``AdamW`` and ``warmup_linear_decay``)."""
-    import nlpbook.transformer
-    from nlpbook.charlm import bible_char_data, next_char_loss, random_windows
+    from nlpbook.charlm import next_char_loss
 
-    data = bible_char_data()
-    torch.manual_seed(model_seed)
-    model = nlpbook.transformer.DecoderOnlyLM(len(data.chars), setting["width"], setting["heads"],
-                                              setting["layers"], setting["context"])
-    generator = torch.Generator().manual_seed(window_seed)
-    batches = iter(lambda: random_windows(data.train_ids, setting["batch_size"], setting["context"], generator),
-                   None)  # endless (B, T + 1) batches
+    model = course_lm(setting, model_seed)
     optimizer, schedule = ((namespace["AdamW"], namespace["warmup_linear_decay"]) if SOLUTION_OPTIMIZER
                            else (torch.optim.AdamW, linear_schedule))
-    namespace["train_with_adamw"](model, batches, next_char_loss, setting["steps"], setting["lr"],
-                                  setting["weight_decay"], setting["warmup_steps"], setting["max_norm"],
+    namespace["train_with_adamw"](model, bible_windows(setting, window_seed), next_char_loss, setting["steps"],
+                                  setting["lr"], setting["weight_decay"], setting["warmup_steps"], setting["max_norm"],
                                   optimizer, schedule)
     return model.state_dict()
 

@@ -103,9 +103,8 @@ class StepWatch:
         self.rates.append([float(group["lr"]) for group in optimizer.param_groups])
         self.settings.append([{key: value for key, value in group.items() if key not in ("params", "lr")}
                               for group in optimizer.param_groups])
-        grads = self._grads(optimizer)
-        self.norms.append(float(torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(g) for g in grads])))
-                          if grads else 0.0)
+        # the norm clip_grad_norm_ bounds, computed as it computes it
+        self.norms.append(float(torch.nn.utils.get_total_norm(self._grads(optimizer))))
 
     def _after(self, optimizer, args, kwargs) -> None:
         if self.poison:
