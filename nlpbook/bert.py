@@ -185,6 +185,71 @@ def mean_pool(hidden: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tenso
     return (hidden * weights).sum(1) / weights.sum(1).clamp(min=1e-9)
 
 
+class SentenceClassifier(nn.Module):
+    """An encoder fine-tuned for sentence classification: the mean of its last layer over the
+    real tokens, dropout, and a linear layer to one score per label (chapter 6's fine-tuning
+    page, and the model its exercise fine-tunes).  ``encoder`` is a :class:`BertModel`."""
+
+    def __init__(self, encoder: BertModel, num_labels: int = 2, dropout: float = 0.1):
+        super().__init__()
+        self.encoder = encoder
+        self.dropout = nn.Dropout(dropout)
+        self.classifier = nn.Linear(encoder.config.hidden_size, num_labels)
+
+    def forward(self, input_ids, attention_mask, token_type_ids=None) -> torch.Tensor:
+        hidden = self.encoder(input_ids, attention_mask, token_type_ids)["last_hidden_state"]  # (B, T, D)
+        return self.classifier(self.dropout(mean_pool(hidden, attention_mask)))  # (B, num_labels)
+
+
+def train_top_layers(model: SentenceClassifier, layers: int) -> list[str]:
+    """Freeze ``model``'s embeddings and all but the top ``layers`` encoder layers; the top layers and
+    the classifier train.  Returns the names (``model.state_dict()``'s) of the weights that train.
+
+    Chapter 6's exercise fine-tunes this way: the lower layers' general features stay as
+    pretrained, a step costs little more than a forward pass below the trained layers, and
+    the trained weights are small enough for the grader to score."""
+    total = len(model.encoder.bert_layers)
+    if not 0 <= layers <= total:
+        raise ValueError(f"layers should be between 0 and the encoder's {total}, got {layers}")
+    model.requires_grad_(False)
+    for layer in model.encoder.bert_layers[total - layers:]:
+        layer.requires_grad_(True)
+    model.classifier.requires_grad_(True)
+    return [name for name, parameter in model.named_parameters() if parameter.requires_grad]
+
+
+def review_batches(reviews: list, tokenizer: WordPieceTokenizer, batch_size: int,
+                   generator: torch.Generator, device: torch.device | str = "cpu"):
+    """Endless ``(inputs, labels)`` batches of Rotten Tomatoes reviews (``nlpbook.corpora``'s
+    ``Review``), drawn anew each epoch in an order set by ``generator``: ``inputs`` is the
+    tokenizer's dict of (B, T) tensors and ``labels`` (B,) is 1 for fresh, 0 for rotten."""
+    if not reviews:
+        raise ValueError("review_batches needs at least one review")
+    while True:
+        order = torch.randperm(len(reviews), generator=generator).tolist()
+        for start in range(0, len(order), batch_size):
+            chosen = [reviews[k] for k in order[start:start + batch_size]]
+            inputs = tokenizer.batch([review.text for review in chosen])
+            labels = torch.tensor([review.fresh for review in chosen])
+            yield to_device(inputs, device), labels.to(device)
+
+
+@torch.no_grad()
+def classifier_accuracy(model: nn.Module, tokenizer: WordPieceTokenizer, reviews: list,
+                        batch_size: int = 128) -> float:
+    """The accuracy of a :class:`SentenceClassifier` (in eval mode) on ``reviews``, batched by length."""
+    model.eval()
+    device = next(model.parameters()).device
+    by_length = sorted(reviews, key=lambda review: len(review.text))
+    right = 0
+    for start in range(0, len(by_length), batch_size):
+        chosen = by_length[start:start + batch_size]
+        inputs = to_device(tokenizer.batch([review.text for review in chosen]), device)
+        predicted = model(**inputs).argmax(-1).cpu()
+        right += int((predicted == torch.tensor([review.fresh for review in chosen])).sum())
+    return right / len(reviews)
+
+
 @torch.no_grad()
 def sentence_vectors(model: nn.Module, tokenizer: WordPieceTokenizer, texts: list[str],
                      batch_size: int = 64) -> torch.Tensor:
@@ -232,6 +297,31 @@ def scored_sentiment_accuracy(state: dict[str, torch.Tensor], *, reviews: int) -
         raise ValueError(f"the head should map {vectors.shape[1]} inputs to 2 labels: weight (2, {vectors.shape[1]}) "
                          f"and bias (2,), got {tuple(weight.shape)} and {tuple(bias.shape)}")
     return ((vectors @ weight.T + bias).argmax(1) == labels).float().mean().item()
+
+
+def scored_fine_tuned_accuracy(state: dict[str, torch.Tensor], *, reviews: int) -> float:
+    """The accuracy on the first ``reviews`` validation reviews of all-MiniLM-L6-v2 in a
+    :class:`SentenceClassifier` with the weights in ``state`` put in place of the pretrained ones
+    (the fine-tuned layers and the classifier, under ``SentenceClassifier``'s names).
+
+    Chapter 6's exercise fine-tunes such a classifier for credit; the grader calls this in its own
+    process.  A state without the classifier's weights, with a name the model does not have or a
+    tensor of the wrong shape raises ``ValueError``."""
+    from nlpbook.corpora import rotten_tomatoes
+
+    encoder, tokenizer = load_minilm()
+    model = SentenceClassifier(encoder)
+    known = model.state_dict()
+    missing = {"classifier.weight", "classifier.bias"} - set(state)
+    if missing:
+        raise ValueError(f"the weights should include the classifier's: {sorted(missing)} missing")
+    for name, tensor in state.items():
+        if name not in known:
+            raise ValueError(f"the classifier has no weight named {name!r}")
+        if tuple(tensor.shape) != tuple(known[name].shape):
+            raise ValueError(f"{name} should be {tuple(known[name].shape)}, got {tuple(tensor.shape)}")
+    model.load_state_dict({name: tensor.float() for name, tensor in state.items()}, strict=False)
+    return classifier_accuracy(model, tokenizer, rotten_tomatoes("valid")[:reviews])
 
 
 # Hugging Face's names (nested modules) -> this module's (minBERT's flat layer).

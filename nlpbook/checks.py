@@ -133,6 +133,7 @@ def expect_raises(exception: type[BaseException], function: Callable[[], Any], m
 SCORERS = {
     "char_rnn_perplexity": ("nlpbook.charlm", "scored_perplexity", "lower"),
     "char_transformer_perplexity": ("nlpbook.charlm", "scored_transformer_perplexity", "lower"),
+    "fine_tuned_accuracy": ("nlpbook.bert", "scored_fine_tuned_accuracy", "higher"),
     "masked_char_accuracy": ("nlpbook.masked_chars", "scored_masked_accuracy", "higher"),
     "sentiment_accuracy": ("nlpbook.bert", "scored_sentiment_accuracy", "higher"),
     "translation_perplexity": ("nlpbook.translation", "scored_translation_perplexity", "lower"),
@@ -161,10 +162,11 @@ def score_verdict(scorer: str, score: float, reference: float, margin: float, na
 
 
 def encode_state(state) -> dict:
-    """A state dict's JSON form: its tensors encoded one by one (see :func:`encode`)."""
+    """A state dict's JSON form: its tensors encoded one by one (see :func:`encode`), a float32 (or
+    narrower) tensor as float32, which loses nothing and halves what a large model sends."""
     if not isinstance(state, dict):
         return {"invalid": type(state).__name__}
-    return {"state": {str(key): encode(value, strict=True) for key, value in state.items()}}
+    return {"state": {str(key): encode(value, strict=True, narrow=True) for key, value in state.items()}}
 
 
 def decode_state(encoded) -> dict:
@@ -265,10 +267,11 @@ def _truth(condition) -> bool:
         return False
 
 
-def encode(value, *, strict: bool = False) -> dict:
+def encode(value, *, strict: bool = False, narrow: bool = False) -> dict:
     """A JSON form of ``value`` that holds plain numbers only (tensors as float64 bytes).
 
     ``strict``: only a real tensor is encoded as one (a student's list stays "not a tensor").
+    ``narrow``: a floating tensor of at most 32 bits goes as float32 bytes (marked ``"dtype"``).
     """
     if strict and not isinstance(value, torch.Tensor):
         return {"invalid": type(value).__name__}
@@ -276,10 +279,15 @@ def encode(value, *, strict: bool = False) -> dict:
         return {"value": value}
     try:
         tensor = value if isinstance(value, torch.Tensor) else torch.as_tensor(value)
-        tensor = tensor.detach().to("cpu", torch.float64).contiguous()
+        dtype = (torch.float32 if narrow and tensor.is_floating_point() and tensor.element_size() <= 4
+                 else torch.float64)
+        tensor = tensor.detach().to("cpu", dtype).contiguous()
     except Exception:
         return {"invalid": type(value).__name__}
-    return {"shape": list(tensor.shape), "data": base64.b64encode(tensor.numpy().tobytes()).decode("ascii")}
+    encoded = {"shape": list(tensor.shape), "data": base64.b64encode(tensor.numpy().tobytes()).decode("ascii")}
+    if dtype == torch.float32:
+        encoded["dtype"] = "float32"
+    return encoded
 
 
 def decode(encoded: dict):
@@ -293,14 +301,18 @@ def decode(encoded: dict):
     shape, data = encoded.get("shape"), base64.b64decode(encoded.get("data", ""), validate=True)
     if not isinstance(shape, list) or not all(isinstance(n, int) and n >= 0 for n in shape):
         raise ValueError("malformed shape")
+    dtypes = {"float64": torch.float64, "float32": torch.float32}
+    if encoded.get("dtype", "float64") not in dtypes:
+        raise ValueError(f"unknown dtype {encoded.get('dtype')!r}")
+    dtype = dtypes[encoded.get("dtype", "float64")]
     count = 1
     for n in shape:
         count *= n
-    if count * 8 != len(data):
+    if count * dtype.itemsize != len(data):
         raise ValueError("data does not match the shape")
     if count == 0:  # frombuffer refuses an empty buffer
-        return torch.zeros(shape, dtype=torch.float64)
-    return torch.frombuffer(bytearray(data), dtype=torch.float64).reshape(shape)
+        return torch.zeros(shape, dtype=dtype)
+    return torch.frombuffer(bytearray(data), dtype=dtype).reshape(shape)
 
 
 def _called_from_test_cell() -> bool:

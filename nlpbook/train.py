@@ -73,7 +73,8 @@ class StepWatch:
     the gradients the step is given (``norms``), which is above the loop's bound if the loop clips
     after the step or not at all.  With ``poison=True`` it leaves NaN in the gradients after each
     step: a loop that clears them before the next backward pass never sees it, one that does not
-    shows NaN norms from its second step on.
+    shows NaN norms from its second step on.  ``optimizers`` lists the optimizers that took
+    steps, in the order of their first step, for a test to read their parameter groups.
     """
 
     def __init__(self, poison: bool = False):
@@ -81,6 +82,8 @@ class StepWatch:
         self.rates: list[list[float]] = []
         self.settings: list[list[dict[str, Any]]] = []
         self.norms: list[float] = []
+        self.optimizers: list[torch.optim.Optimizer] = []
+        self._group_of: list[dict[int, int]] = []  # per step: id(parameter) -> its group's index
         self._handles: list[Any] = []
 
     def __enter__(self) -> "StepWatch":
@@ -100,11 +103,29 @@ class StepWatch:
         return [p.grad for group in optimizer.param_groups for p in group["params"] if p.grad is not None]
 
     def _before(self, optimizer, args, kwargs) -> None:
+        if not any(seen is optimizer for seen in self.optimizers):
+            self.optimizers.append(optimizer)
         self.rates.append([float(group["lr"]) for group in optimizer.param_groups])
+        self._group_of.append({id(p): k for k, group in enumerate(optimizer.param_groups) for p in group["params"]})
         self.settings.append([{key: value for key, value in group.items() if key not in ("params", "lr")}
                               for group in optimizer.param_groups])
         # the norm clip_grad_norm_ bounds, computed as it computes it
         self.norms.append(float(torch.nn.utils.get_total_norm(self._grads(optimizer))))
+
+    def per_weight(self, parameters: Iterable[torch.Tensor], key: str = "lr") -> torch.Tensor:
+        """(steps, weights) float64: each of ``parameters``' ``key`` (``"lr"``, ``"weight_decay"``, ...),
+        read from its parameter group, at every watched step; NaN where the optimizer that took the
+        step did not hold that weight, or its group had no ``key``."""
+        parameters = list(parameters)
+        table = torch.full((len(self.rates), len(parameters)), float("nan"), dtype=torch.float64)
+        for step, (group_of, rates, settings) in enumerate(zip(self._group_of, self.rates, self.settings)):
+            for column, parameter in enumerate(parameters):
+                group = group_of.get(id(parameter))
+                if group is not None:
+                    value = rates[group] if key == "lr" else settings[group].get(key)
+                    if isinstance(value, (int, float)):
+                        table[step, column] = float(value)
+        return table
 
     def _after(self, optimizer, args, kwargs) -> None:
         if self.poison:

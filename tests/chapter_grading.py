@@ -16,6 +16,10 @@ in that hand-in.  A chapter's class then runs its training part once per
 training mistake instead of once per mistake anywhere.  A few entries
 (:attr:`ChapterGrading.ALONE`) are also handed in on their own, and must score
 the same there: the independence the packing relies on, shown rather than assumed.
+
+A part that trains for long (:attr:`ChapterGrading.COSTLY`) is handed in blank in every packed
+hand-in that carries none of its entries, and must score 0 there: its training then runs only
+where a mistake or variant of its own is graded, not once per hand-in.
 """
 from __future__ import annotations
 
@@ -101,6 +105,13 @@ class HandIn:
         return f"{self.student} (carrying {', '.join(entry.name for entry in self.entries)})"
 
 
+def stubs_of(assignment: str, notebook: str) -> dict[str, str]:
+    """Solution cell id -> the exercise's stub of that cell (what a student starts from)."""
+    exercise = nbformat.read(EXERCISES / assignment / f"{notebook}.ipynb", as_version=4)
+    return {cell.metadata["nbgrader"]["grade_id"]: cell.source for cell in exercise.cells
+            if cell.cell_type == "code" and cell.metadata.get("nbgrader", {}).get("solution")}
+
+
 def pack(entries: list[Entry]) -> list[HandIn]:
     """As few hand-ins as there are entries in the busiest part: each entry goes into the first that takes it."""
     hand_ins: list[HandIn] = []
@@ -125,9 +136,20 @@ class ClassScores:
         return self.parts[student]
 
 
+def blank_costly_parts(hand_ins: list[HandIn], costly: tuple[str, ...], stubs: dict[str, str]) -> None:
+    """Hand each costly part in blank (expected 0) in every hand-in that carries no entry of it (and no
+    entry whose edits reach its cell)."""
+    for hand_in in hand_ins:
+        for part in costly:
+            blank = Entry(f"{blank_student(part)}-in-{hand_in.student}", part, 0.0, replace={part: stubs[part]})
+            if hand_in.takes(blank):
+                hand_in.entries.append(blank)
+
+
 def grade_class(assignment: str, notebook: str, entries: list[Entry], alone: tuple[str, ...],
-                folder: Path) -> ClassScores:
-    """Grade the solution, the untouched exercise, every entry packed and the ``alone`` entries on their own."""
+                folder: Path, costly: tuple[str, ...] = ()) -> ClassScores:
+    """Grade the solution, the untouched exercise, every entry packed (the ``costly`` parts blank where
+    a hand-in carries none of their entries) and the ``alone`` entries on their own."""
     submissions, out = folder / "submissions", folder / "out"
     write(solved(assignment, notebook), submissions / "solution" / assignment, notebook)
     write(nbformat.read(EXERCISES / assignment / f"{notebook}.ipynb", as_version=4),
@@ -136,6 +158,7 @@ def grade_class(assignment: str, notebook: str, entries: list[Entry], alone: tup
     unknown = sorted(set(alone) - set(by_name))
     assert not unknown, f"ALONE names entries that do not exist: {unknown}"
     packed = pack(entries)
+    blank_costly_parts(packed, costly, stubs_of(assignment, notebook))
     for hand_in in packed + [HandIn(name, [by_name[name]]) for name in alone]:
         write(hand_in.notebook(assignment, notebook), submissions / hand_in.student / assignment, notebook)
     result = run_autograder("grade", assignment, "--submissions", str(submissions), "--out", str(out))
@@ -182,13 +205,13 @@ class ChapterGrading:
     # Entries also handed in on their own (mistake or variant ids, or blank_student(part)).  Beside the
     # ones a chapter names, the first part handed in blank: a crash at the top must cost nothing below it.
     ALONE: tuple[str, ...] = ()
+    # Parts that train for long: handed in blank in the packed hand-ins that carry none of their entries.
+    COSTLY: tuple[str, ...] = ()
 
     @classmethod
     def entries(cls) -> list[Entry]:
         """Every mistake, variant and blank part, in the order they are packed."""
-        exercise = nbformat.read(EXERCISES / cls.ASSIGNMENT / f"{cls.NOTEBOOK}.ipynb", as_version=4)
-        stubs = {cell.metadata["nbgrader"]["grade_id"]: cell.source for cell in exercise.cells
-                 if cell.cell_type == "code" and cell.metadata.get("nbgrader", {}).get("solution")}
+        stubs = stubs_of(cls.ASSIGNMENT, cls.NOTEBOOK)
         found = [Entry(name, part, expected, edits) for name, (part, expected, edits) in cls.MISTAKES.items()]
         for name, edits in cls.VARIANTS.items():
             assert len(edits) == 1, f"variant {name} edits {sorted(edits)}: a variant rewrites one part"
@@ -206,7 +229,7 @@ class ChapterGrading:
     @classmethod
     def scores(cls, tmp_path_factory) -> ClassScores:
         return grade_class(cls.ASSIGNMENT, cls.NOTEBOOK, cls.entries(), cls.alone(),
-                           tmp_path_factory.mktemp(cls.ASSIGNMENT))
+                           tmp_path_factory.mktemp(cls.ASSIGNMENT), cls.COSTLY)
 
     def test_a_blank_part_costs_its_own_points_and_nothing_else(self, scores):
         # One crash in an earlier part must not cost a point of a later one (the notebook promises it).

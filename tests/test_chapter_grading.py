@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from chapter_grading import Entry, HandIn, check_hand_in, check_mistake, pack
+from chapter_grading import Entry, HandIn, blank_costly_parts, check_hand_in, check_mistake, pack
 
 
 def _entries() -> list[Entry]:
@@ -27,6 +27,17 @@ def test_entries_that_edit_the_same_cell_never_share_a_hand_in():
     reaching = Entry("a-reaches-b", "A", 0.0, {"A": [("x", "y")], "B": [("p", "q")]})
     hand_ins = pack([reaching, Entry("b1", "B", 0.0, {"B": [("x", "y")]})])
     assert [[e.name for e in h.entries] for h in hand_ins] == [["a-reaches-b"], ["b1"]]
+
+
+def test_a_costly_part_is_handed_in_blank_where_no_entry_of_its_own_is_carried():
+    hand_ins = pack(_entries())  # part B's entries sit in the first two hand-ins, none in the third
+    reaching = Entry("a-reaches-b", "A", 0.0, {"A": [("x", "y")], "B": [("p", "q")]})
+    hand_ins.append(HandIn("packed-04", [reaching]))
+    blank_costly_parts(hand_ins, ("B",), {"A": "raise", "B": "raise NotImplementedError()"})
+    blanks = [[e.name for e in hand_in.entries if e.name.startswith("blank-B-in-")] for hand_in in hand_ins]
+    assert blanks == [[], [], ["blank-B-in-packed-03"], []]  # packed-04's entry edits B's cell: B stays
+    blank = hand_ins[2].entries[-1]
+    assert (blank.part, blank.expected, blank.replace) == ("B", 0.0, {"B": "raise NotImplementedError()"})
 
 
 def _scores(**parts) -> dict:

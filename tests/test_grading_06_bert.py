@@ -1,14 +1,17 @@
 """Chapter 6's exercise through the real grading command: the classic mistakes of BERT's pieces,
-and of a linear probe on it trained for a target accuracy."""
+of a linear probe on it trained for a target accuracy, and of fine-tuning it with BERT's recipe."""
 from __future__ import annotations
 
 from chapter_grading import ChapterGrading
 
 
-WORDPIECE, ATTENTION, ADD_NORM, LAYER, EMBED, MASKING, PROBE = (
-    "wordpiece", "attention", "add_norm", "layer_forward", "embed", "mask_tokens", "sentiment_classifier")
+WORDPIECE, ATTENTION, ADD_NORM, LAYER, EMBED, MASKING, PROBE, FINE_TUNE = (
+    "wordpiece", "attention", "add_norm", "layer_forward", "embed", "mask_tokens", "sentiment_classifier", "fine_tune")
 SUM = "ln_layer(input + dropout(dense_layer(output)))"
 SCORES = "scores = query @ key.transpose(-2, -1) / math.sqrt(self.attention_head_size)"
+FACTOR = "factor = min(step / warmup, (steps + 1 - step) / (steps + 1 - warmup))"
+SET_RATE = ("        for group, peak in zip(optimizer.param_groups, peaks):\n"
+            "            group[\"lr\"] = peak * factor\n")
 SOFTMAX = "probs = self.dropout(torch.softmax(scores + attention_mask, dim=-1))"
 EMBEDDINGS = ("summed = (self.word_embedding(input_ids) + self.pos_embedding(self.position_ids[:, :T])\n"
               "                  + self.tk_type_embedding(token_type_ids))")
@@ -16,9 +19,11 @@ EMBEDDINGS = ("summed = (self.word_embedding(input_ids) + self.pos_embedding(sel
 
 class TestBertExercise(ChapterGrading):
     ASSIGNMENT, NOTEBOOK = "06-bert", "bert"
-    AUTO_POINTS = 20.0
+    AUTO_POINTS = 26.0
     # Handed in on its own as well as packed beside other parts' mistakes (chapter_grading.py).
     ALONE = ("attention-mask-multiplied",)
+    # Part 8 fine-tunes MiniLM for about 15 s: it runs only in the hand-ins that carry its own entries.
+    COSTLY = (FINE_TUNE,)
     # student id -> (the part it breaks, its score in that part, edits to the solution)
     MISTAKES = {
         "wordpiece-without-continuation-marks": (WORDPIECE, 0.0, {WORDPIECE: [
@@ -102,10 +107,32 @@ class TestBertExercise(ChapterGrading):
         "probe-without-zero-grad": (PROBE, 4.0, {PROBE: [("        optimizer.zero_grad()\n", "")]}),
         "probe-ignores-the-learning-rate": (PROBE, 3.0, {PROBE: [
             ("torch.optim.Adam(model.classifier.parameters(), lr=lr)", "torch.optim.Adam(model.classifier.parameters())")]}),
+        # Part 8, fine-tuning: the watched steps catch each slip in the recipe (visible 1 point, recipe 2);
+        # the target (3) catches those that spoil the training.
+        # One rate for the whole network, the classifier's: ten times too fast for pretrained weights,
+        # which it wrecks (quick: 0.540, the share of fresh reviews, against a target of 0.59).
+        "fine-tune-one-rate-for-both": (FINE_TUNE, 0.0, {FINE_TUNE: [
+            ("(model.encoder, encoder_lr)", "(model.encoder, head_lr)")]}),
+        "fine-tune-decays-every-weight": (FINE_TUNE, 3.0, {FINE_TUNE: [
+            ('"weight_decay": 0.0}', '"weight_decay": weight_decay}')]}),
+        "fine-tune-without-warm-up": (FINE_TUNE, 3.0, {FINE_TUNE: [
+            (FACTOR, "factor = min(1.0, (steps + 1 - step) / (steps + 1 - warmup))")]}),
+        "fine-tune-trains-the-frozen-weights": (FINE_TUNE, 3.0, {FINE_TUNE: [
+            ("    groups = []\n", "    model.requires_grad_(True)\n    groups = []\n")]}),
+        "fine-tune-left-in-eval-mode": (FINE_TUNE, 3.0, {FINE_TUNE: [("    model.train()\n", "")]}),
+        "fine-tune-without-zero-grad": (FINE_TUNE, 3.0, {FINE_TUNE: [("        optimizer.zero_grad()\n", "")]}),
+        "fine-tune-rate-set-after-the-step": (FINE_TUNE, 3.0, {FINE_TUNE: [
+            (SET_RATE, ""), ("        optimizer.step()\n", "        optimizer.step()\n" + SET_RATE)]}),
     }
     # Correct code written another way keeps every point: the hidden layer test swaps in stand-ins
     # for attention and add & norm, which must take the student's keyword calls.
     VARIANTS = {
+        "fine-tune-with-lambda-lr": {FINE_TUNE: [
+            ("    peaks = [group[\"lr\"] for group in optimizer.param_groups]\n",
+             "    schedule = torch.optim.lr_scheduler.LambdaLR(\n"
+             "        optimizer, lambda s: min((s + 1) / warmup, (steps - s) / (steps + 1 - warmup)))\n"),
+            ("        " + FACTOR + "\n" + SET_RATE, ""),
+            ("        optimizer.step()\n", "        optimizer.step()\n        schedule.step()\n")]},
         "layer-calls-its-parts-by-keyword": {LAYER: [
             ("attended = self.add_norm(hidden_states, attended, self.attention_dense, self.attention_dropout,\n"
              "                             self.attention_layer_norm)",

@@ -40,6 +40,8 @@ class TestAdamExercise(ChapterGrading):
     }
     # Handed in on its own as well as packed beside other parts' mistakes (chapter_grading.py).
     ALONE = ("adam-no-bias-correction",)
+    # Part 6 trains a Transformer: it runs only in the hand-ins that carry its own entries (5 of 10).
+    COSTLY = (TRAIN,)
     # student id -> (the part it breaks, its score in that part, edits to the solution)
     MISTAKES = {
         "momentum-as-an-average": (MOMENTUM, 0.0, {MOMENTUM: [("state[\"velocity\"].mul_(momentum).add_(grad)",

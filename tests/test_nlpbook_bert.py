@@ -142,3 +142,69 @@ def test_scored_sentiment_accuracy_is_the_accuracy_of_that_head_on_the_minilm_ve
         bert.scored_sentiment_accuracy({"classifier.weight": torch.zeros(2, 384)}, reviews=40)
     with pytest.raises(ValueError, match="weight \\(2, 384\\)"):
         bert.scored_sentiment_accuracy({"weight": torch.zeros(3, 384), "bias": torch.zeros(3)}, reviews=40)
+
+
+def test_sentence_classifier_reads_the_mean_of_the_real_tokens():
+    torch.manual_seed(0)
+    model = bert.SentenceClassifier(bert.BertModel(bert.BertConfig(**TINY)), num_labels=3).eval()
+    ids, mask, _ = inputs()
+    logits = model(ids, mask)
+    assert logits.shape == (3, 3)
+    # The padded row scores as it does alone, without its padding.
+    assert torch.allclose(logits[0], model(ids[:1, :7], mask[:1, :7])[0], atol=1e-5)
+    hidden = model.encoder(ids, mask)["last_hidden_state"]
+    assert torch.allclose(logits, model.classifier(bert.mean_pool(hidden, mask)), atol=1e-6)
+
+
+def test_train_top_layers_freezes_the_embeddings_and_the_lower_layers():
+    model = bert.SentenceClassifier(bert.BertModel(bert.BertConfig(**TINY)))
+    trained = bert.train_top_layers(model, 1)
+    assert trained == [name for name, p in model.named_parameters() if p.requires_grad]
+    assert all(name.startswith(("encoder.bert_layers.1.", "classifier.")) for name in trained)
+    assert any(name.startswith("classifier.") for name in trained) and len(trained) == 16 + 2
+    assert bert.train_top_layers(model, 0) == ["classifier.weight", "classifier.bias"]
+    assert len(bert.train_top_layers(model, 2)) == 2 * 16 + 2
+    with pytest.raises(ValueError, match="between 0 and the encoder's 2"):
+        bert.train_top_layers(model, 3)
+
+
+def test_review_batches_go_through_every_review_once_an_epoch_in_the_generators_order():
+    from nlpbook.corpora import rotten_tomatoes
+
+    tokenizer = bert.minilm_tokenizer()
+    reviews = rotten_tomatoes("train")[:10]
+    batches = bert.review_batches(reviews, tokenizer, 4, torch.Generator().manual_seed(3))
+    epoch = [next(batches) for _ in range(3)]  # 4 + 4 + 2 reviews
+    assert [len(labels) for _, labels in epoch] == [4, 4, 2]
+    seen = sorted(tokenizer.decode(ids[mask == 1][1:-1]) for inputs, _ in epoch
+                  for ids, mask in zip(inputs["input_ids"], inputs["attention_mask"]))
+    assert seen == sorted(tokenizer.decode(tokenizer.batch([r.text])["input_ids"][0][1:-1]) for r in reviews)
+    again = bert.review_batches(reviews, tokenizer, 4, torch.Generator().manual_seed(3))
+    assert all(torch.equal(next(again)[1], labels) for _, labels in epoch)
+    with pytest.raises(ValueError, match="at least one review"):
+        next(bert.review_batches([], tokenizer, 4, torch.Generator()))
+
+
+def test_scored_fine_tuned_accuracy_puts_the_weights_into_minilm():
+    from nlpbook.corpora import rotten_tomatoes
+
+    encoder, tokenizer = bert.load_minilm()
+    torch.manual_seed(0)
+    model = bert.SentenceClassifier(encoder).eval()
+    reviews = rotten_tomatoes("valid")[:30]
+    # A classifier that always answers "fresh", and one whose top layer is changed too.
+    always_fresh = {"classifier.weight": torch.zeros(2, 384), "classifier.bias": torch.tensor([0.0, 1.0])}
+    fresh_share = sum(review.fresh for review in reviews) / 30
+    assert bert.scored_fine_tuned_accuracy(always_fresh, reviews=30) == pytest.approx(fresh_share)
+    state = {name: value.clone() for name, value in model.state_dict().items()
+             if name.startswith(("encoder.bert_layers.5.", "classifier."))}
+    state["encoder.bert_layers.5.out_dense.weight"] *= 0.5
+    model.load_state_dict(state, strict=False)
+    assert bert.scored_fine_tuned_accuracy(state, reviews=30) == pytest.approx(
+        bert.classifier_accuracy(model, tokenizer, reviews))
+    with pytest.raises(ValueError, match="classifier's"):
+        bert.scored_fine_tuned_accuracy({"classifier.weight": torch.zeros(2, 384)}, reviews=30)
+    with pytest.raises(ValueError, match="no weight named 'head.weight'"):
+        bert.scored_fine_tuned_accuracy({**always_fresh, "head.weight": torch.zeros(2)}, reviews=30)
+    with pytest.raises(ValueError, match="classifier.weight should be \\(2, 384\\)"):
+        bert.scored_fine_tuned_accuracy({**always_fresh, "classifier.weight": torch.zeros(3, 384)}, reviews=30)

@@ -102,6 +102,21 @@ def test_encode_keeps_plain_numbers_and_decode_rejects_malformed_data():
             checks.decode(bad)
 
 
+def test_a_state_goes_as_float32_where_that_loses_nothing():
+    state = {"w": torch.randn(3, 4), "h": torch.randn(2).half(), "d": torch.randn(2, dtype=torch.float64),
+             "n": torch.tensor([1, 2])}
+    encoded = checks.encode_state(state)["state"]
+    assert [encoded[k].get("dtype", "float64") for k in "whdn"] == ["float32", "float32", "float64", "float64"]
+    decoded = checks.decode_state(checks.encode_state(state))
+    assert decoded["w"].dtype == torch.float32 and torch.equal(decoded["w"], state["w"])
+    assert torch.equal(decoded["d"], state["d"]) and decoded["n"].tolist() == [1.0, 2.0]
+    assert len(encoded["w"]["data"]) * 2 == len(checks.encode(state["w"])["data"])  # half the bytes
+    for bad in ({"shape": [2], "data": encoded["d"]["data"], "dtype": "float32"},  # 16 bytes are 4 float32s
+                {"shape": [3, 4], "data": encoded["w"]["data"], "dtype": "int8"}):
+        with pytest.raises(ValueError):
+            checks.decode(bad)
+
+
 @pytest.mark.parametrize("shape", [(0,), (0, 2), (3, 0, 1)])
 def test_empty_tensors_round_trip(shape):
     decoded = checks.decode(checks.encode(torch.zeros(shape, dtype=torch.long)))

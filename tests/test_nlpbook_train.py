@@ -225,7 +225,15 @@ def test_step_watch_sees_each_step_of_any_optimizer_and_poisons_gradients_left_b
 
     with StepWatch(poison=True) as watch:
         run(clear=True)
-    assert watch.rates == [[0.1, 0.2]] * 3
+        run(clear=True, steps=2)  # a second optimizer
+    assert watch.rates == [[0.1, 0.2]] * 5
+    assert len(watch.optimizers) == 2 and watch.optimizers[0] is not watch.optimizers[1]
+    assert [p for group in watch.optimizers[0].param_groups for p in group["params"]] == [model.weight, model.bias]
+    other = nn.Parameter(torch.zeros(1))  # in no optimizer: NaN
+    rates = watch.per_weight([model.bias, model.weight, other])
+    assert rates[:, :2].tolist() == [[0.2, 0.1]] * 5 and rates[:, 2].isnan().all()
+    assert watch.per_weight([model.weight], "eps").flatten().tolist() == [1e-9] * 5
+    assert watch.per_weight([model.weight], "betas").isnan().all()  # not a number
     assert all(group["betas"] == (0.9, 0.98) and group["eps"] == 1e-9 for step in watch.settings for group in step)
     assert all(math.isfinite(norm) and norm > 0 for norm in watch.norms)
     model.zero_grad(set_to_none=True)  # the poisoned gradients of the last step
