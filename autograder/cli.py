@@ -45,6 +45,8 @@ def _parser() -> argparse.ArgumentParser:
                        help="keep the mutants, their grading and check-tests.csv here (default: a new temporary folder)")
     check.add_argument("--workers", type=int, default=None, metavar="N", help="parallel workers (default: cores)")
     check.add_argument("--limit", type=int, default=None, metavar="N", help="at most N bugs per part")
+    check.add_argument("--part", action="append", metavar="GRADE_ID",
+                       help="plant bugs only in this solution cell (repeat for several; default: every part)")
     check.add_argument("--timeout", type=int, default=30, metavar="SECONDS", help="time limit per cell (default 30)")
 
     grade = commands.add_parser("grade", help="grade every DIR/STUDENT_ID/ASSIGNMENT/*.ipynb with nbgrader")
@@ -154,7 +156,7 @@ def main(argv: list[str] | None = None) -> int:
 
             _log_to(logging.WARNING)
             reports = check_tests(args.assignment, args.out, workers=args.workers, timeout=args.timeout,
-                                  limit=args.limit, course=course)
+                                  limit=args.limit, parts=args.part, course=course)
             print(format_report(args.assignment, reports))
             return 0
 

@@ -22,7 +22,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from autograder.course import SOLUTIONS, Course
+from autograder.course import SOLUTIONS, Course, CourseError
 from autograder.handins import MARKERS, load, solution_sources, solved, write
 
 SWAPS = {ast.Add: ast.Sub, ast.Sub: ast.Add, ast.Mult: ast.Div, ast.Div: ast.Mult, ast.MatMult: ast.Mult,
@@ -151,21 +151,30 @@ class PartReport:
 
 
 def check_tests(assignment: str, out: Path | None = None, *, workers: int | None = None, timeout: int = 30,
-                limit: int | None = None, sandbox_mode: str = "auto", course: Course | None = None) -> list[PartReport]:
+                limit: int | None = None, parts: list[str] | None = None, sandbox_mode: str = "auto",
+                course: Course | None = None) -> list[PartReport]:
     """Grade every mutant of every solution cell of ``assignment`` of ``course`` (this repository's by
-    default); one report per part.  The course's folders are only read: the student version the
-    mutants start from is generated afresh into ``out/release``."""
+    default), or of the cells whose grade ids are in ``parts``; one report per part.  The course's
+    folders are only read: the student version the mutants start from is generated afresh into
+    ``out/release``.  A name in ``parts`` that no notebook's solution cell has is a ``CourseError``."""
     from autograder.generate import generate_release
     from autograder.grade import grade
 
     course = course or Course.repository()
+    every = {path: planted_bugs(assignment, path.stem, course.sources) for path in course.source_notebooks(assignment)}
+    unknown = sorted(set(parts or ()) - {part for bugs in every.values() for part in bugs})
+    if unknown:
+        raise CourseError(f"{assignment} has no solution cell {', '.join(map(repr, unknown))}; its parts are "
+                          f"{', '.join(part for bugs in every.values() for part in bugs)}")
     out = Path(out or tempfile.mkdtemp(prefix=f"check-tests-{assignment}-")).absolute()
     submissions, release = out / "mutants", out / "release"
     generate_release(assignment, release / assignment, course=course, warn=False)  # grade() warns
     planted: dict[str, tuple[str, Mutant | None]] = {}
     hand_in = dict(sources=course.sources, release=release)  # where solved() reads the notebooks
-    for path in course.source_notebooks(assignment):
-        for part, bugs in planted_bugs(assignment, path.stem, course.sources).items():
+    for path, by_part in every.items():
+        for part, bugs in by_part.items():
+            if parts and part not in parts:
+                continue
             for number, mutant in enumerate(bugs[:limit]):
                 student = f"{path.stem}-{part}-{number:03d}".replace("_", "-")
                 write(solved(assignment, path.stem, replace={part: mutant.source}, **hand_in),

@@ -63,3 +63,17 @@ def test_check_tests_reports_each_part_and_lists_survivors(tmp_path):
     caught = sum(row["caught"] == "True" for row in rows)
     assert f"{caught:4d} / 12" in report
     assert caught >= 10  # the first bugs in each part are drops and swaps that these tests must catch
+
+
+def test_check_tests_plants_bugs_in_the_parts_named_and_refuses_a_part_that_is_not_there(tmp_path):
+    result = run_autograder("check-tests", "04-attention", *COURSE_ARGS, "--out", str(tmp_path / "one"),
+                            "--limit", "2", "--part", "causal_mask")
+    assert result.returncode == 0, result.stderr[-3000:]
+    with open(tmp_path / "one" / "check-tests.csv", newline="", encoding="utf-8") as handle:
+        assert {row["part"] for row in csv.DictReader(handle)} == {"causal_mask"}
+    assert "padding_mask" not in result.stdout
+    result = run_autograder("check-tests", "04-attention", *COURSE_ARGS, "--out", str(tmp_path / "two"),
+                            "--part", "causal_mask", "--part", "no_such_part")
+    assert result.returncode == 2
+    assert "no solution cell 'no_such_part'" in result.stderr and "causal_mask" in result.stderr
+    assert not (tmp_path / "two").exists()  # refused before anything is written
