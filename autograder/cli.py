@@ -47,7 +47,8 @@ def _parser() -> argparse.ArgumentParser:
     check.add_argument("--limit", type=int, default=None, metavar="N", help="at most N bugs per part")
     check.add_argument("--part", action="append", metavar="GRADE_ID",
                        help="plant bugs only in this solution cell (repeat for several; default: every part)")
-    check.add_argument("--timeout", type=int, default=30, metavar="SECONDS", help="time limit per cell (default 30)")
+    check.add_argument("--timeout", type=int, default=None, metavar="SECONDS",
+                       help="time limit per cell (default: as for grade; a training cell needs its grading time)")
 
     grade = commands.add_parser("grade", help="grade every DIR/STUDENT_ID/ASSIGNMENT/*.ipynb with nbgrader")
     grade.add_argument("assignment", metavar="ASSIGNMENT",
@@ -155,7 +156,8 @@ def main(argv: list[str] | None = None) -> int:
             from autograder.mutants import check_tests, format_report
 
             _log_to(logging.WARNING)
-            reports = check_tests(args.assignment, args.out, workers=args.workers, timeout=args.timeout,
+            timeout = args.timeout or course.cell_timeout or CELL_TIMEOUT
+            reports = check_tests(args.assignment, args.out, workers=args.workers, timeout=timeout,
                                   limit=args.limit, parts=args.part, course=course)
             print(format_report(args.assignment, reports))
             return 0
