@@ -126,6 +126,11 @@ def _skip_iri_grammar() -> None:
     sys.modules.setdefault("rfc3987_syntax", None)
 
 
+def _cell_timeout(args: argparse.Namespace, course: Course) -> int:
+    """``--timeout`` if given, else the course's own cell limit, else nbgrader's default (grade and check-tests)."""
+    return args.timeout or course.cell_timeout or CELL_TIMEOUT
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     _skip_iri_grammar()
@@ -156,9 +161,8 @@ def main(argv: list[str] | None = None) -> int:
             from autograder.mutants import check_tests, format_report
 
             _log_to(logging.WARNING)
-            timeout = args.timeout or course.cell_timeout or CELL_TIMEOUT
-            reports = check_tests(args.assignment, args.out, workers=args.workers, timeout=timeout,
-                                  limit=args.limit, parts=args.part, course=course)
+            reports = check_tests(args.assignment, args.out, workers=args.workers, limit=args.limit,
+                                  timeout=_cell_timeout(args, course), parts=args.part, course=course)
             print(format_report(args.assignment, reports))
             return 0
 
@@ -169,7 +173,7 @@ def main(argv: list[str] | None = None) -> int:
                               "folder and DIR/graded/ASSIGNMENT are then the defaults)")
         submissions = args.submissions or course.submitted
         args.out = args.out or course.root / "graded" / args.assignment
-        timeout = args.timeout or course.cell_timeout or CELL_TIMEOUT
+        timeout = _cell_timeout(args, course)
         args.out.mkdir(parents=True, exist_ok=True)
         _log_to(logging.DEBUG if args.verbose else logging.INFO, args.out / "grading.log")
         log.info("=== grading %s%s: submissions %s, out %s, started %s", args.assignment,
