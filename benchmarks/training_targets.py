@@ -4,7 +4,7 @@
     python benchmarks/training_targets.py 05-transformers --part test_train_like_the_paper_hidden
     python benchmarks/training_targets.py 05-transformers --study
 
-A graded training part (chapter 1's part 7, chapter 2's part 7, chapter 3's part 6, chapter 4's part 7,
+A graded training part (chapter 1's part 7, chapter 2's parts 7 and 8, chapter 3's part 6, chapter 4's part 7,
 chapter 5's parts 6 and 8, chapter 6's parts 7 and 8, chapter 7's part 6) passes when the student's trained
 model scores within a margin of the instructor's solution trained the same way. A correct solution written differently
 (another order of the calls, a sum divided by the count in place of a mean) follows
@@ -63,6 +63,20 @@ def train_char_rnn(namespace: dict, setting: dict, model_seed: int, window_seed:
                                       setting["length"], setting["lr"], 1.0,
                                       torch.Generator().manual_seed(window_seed))
     return model.state_dict()
+
+
+def train_own_char_rnn(namespace: dict, setting: dict, model_seed: int, window_seed: int) -> dict:
+    """Chapter 2's part 8: the solution's whole model (its RNNLanguageModel on its own rnn_forward and
+    rnn_step) trained by its train_carried_state with its clip_grad_norm, the weights under CharRNN's
+    names.  The windows are sequential, so only the model's seed varies."""
+    from nlpbook.charlm import bible_char_data, char_rnn_state
+
+    data = bible_char_data()
+    torch.manual_seed(model_seed)
+    model = namespace["RNNLanguageModel"](len(data.chars), setting["embed"], setting["hidden"])
+    namespace["train_carried_state"](model, data.train_ids, setting["steps"], setting["batch_size"],
+                                     setting["length"], setting["lr"], 1.0)
+    return char_rnn_state(model.state_dict())
 
 
 def bible_windows(setting: dict, window_seed: int):
@@ -228,7 +242,8 @@ BASELINES = {"03-lstms": piece_frequencies}
 # chapter -> (solution notebook, {the hidden test's grade id: how the solution trains}), the first part the default
 PARTS = {
     "01-word-vectors": ("word_vectors.ipynb", {"test_train_skipgram_hidden": train_skipgram}),
-    "02-rnns": ("rnns.ipynb", {"test_train_language_model_hidden": train_char_rnn}),
+    "02-rnns": ("rnns.ipynb", {"test_train_language_model_hidden": train_char_rnn,
+                               "test_your_model_trained_hidden": train_own_char_rnn}),
     "03-lstms": ("lstms.ipynb", {"test_translator_training_hidden": train_translator}),
     "04-attention": ("attention.ipynb", {"test_masked_char_training_hidden": train_masked_chars}),
     "05-transformers": ("transformers.ipynb", {"test_transformer_lm_training_hidden": train_transformer_lm,

@@ -253,6 +253,23 @@ def loss_by_position(model: nn.Module, ids: torch.Tensor, chunk: int, batch_size
     return total / chunks
 
 
+# The exercise's RNNLanguageModel (chapter 2, part 6) names its weights as the book writes the
+# equations; CharRNN keeps PyTorch's.  Same tensors, same shapes.
+EXERCISE_TO_CHAR_RNN = {"embedding.weight": "embed.weight", "weight_ih": "rnn.weight_ih_l0",
+                        "weight_hh": "rnn.weight_hh_l0", "bias_ih": "rnn.bias_ih_l0",
+                        "bias_hh": "rnn.bias_hh_l0", "head.weight": "out.weight", "head.bias": "out.bias"}
+
+
+def char_rnn_state(exercise_state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """The weights of chapter 2's ``RNNLanguageModel`` under ``CharRNN``'s names, detached and on
+    the CPU, so that the grader can score them (``scored_perplexity``).  Any other set of names
+    raises ``ValueError`` naming the expected ones."""
+    if set(exercise_state) != set(EXERCISE_TO_CHAR_RNN):
+        raise ValueError(f"RNNLanguageModel's weights should be named {sorted(EXERCISE_TO_CHAR_RNN)}, "
+                         f"got {sorted(exercise_state)}")
+    return {EXERCISE_TO_CHAR_RNN[name]: value.detach().cpu() for name, value in exercise_state.items()}
+
+
 def scored_perplexity(state: dict[str, torch.Tensor], *, characters: int, chunk: int) -> float:
     """The validation perplexity of a trained ``CharRNN`` (cell ``rnn``) given by its state dict,
     on the first ``characters`` characters of ``bible_char_data``'s validation text, read in

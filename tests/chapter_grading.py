@@ -20,6 +20,10 @@ the same there: the independence the packing relies on, shown rather than assume
 A part that trains for long (:attr:`ChapterGrading.COSTLY`) is handed in blank in every packed
 hand-in that carries none of its entries, and must score 0 there: its training then runs only
 where a mistake or variant of its own is graded, not once per hand-in.
+
+A part whose graded run trains the student's whole model (:attr:`ChapterGrading.WHOLE`) uses the
+other parts by design, so a mistake anywhere may cost its points: its entries are handed in on
+their own, each beside a solved rest, and the part is handed in blank in every other hand-in.
 """
 from __future__ import annotations
 
@@ -130,7 +134,7 @@ class ClassScores:
 
     parts: dict[str, dict[str, list[float]]]
     hand_in_of: dict[str, HandIn]  # entry name -> the packed hand-in that carried it
-    alone: dict[str, Entry]        # student id -> the entry handed in on its own under that id
+    alone: dict[str, HandIn]       # student id -> the entry handed in again on its own (whole parts blank)
 
     def __getitem__(self, student: str) -> dict[str, list[float]]:
         return self.parts[student]
@@ -146,26 +150,40 @@ def blank_costly_parts(hand_ins: list[HandIn], costly: tuple[str, ...], stubs: d
                 hand_in.entries.append(blank)
 
 
+def class_hand_ins(entries: list[Entry], alone: tuple[str, ...], stubs: dict[str, str],
+                   costly: tuple[str, ...] = (), whole: tuple[str, ...] = ()) -> tuple[list[HandIn], list[HandIn]]:
+    """What a class hands in: (the hand-ins each entry is checked in, the ``alone`` entries' own).
+
+    The entries of other parts than ``whole`` are packed, with the ``costly`` and ``whole`` parts
+    blank where a hand-in carries none of their entries; each entry of a ``whole`` part is a
+    hand-in of its own; an ``alone`` entry is handed in again on its own, the ``whole`` parts
+    blank beside it."""
+    by_name = {entry.name: entry for entry in entries}
+    unknown = sorted(set(alone) - set(by_name))
+    assert not unknown, f"ALONE names entries that do not exist: {unknown}"
+    packed = pack([entry for entry in entries if entry.part not in whole])
+    blank_costly_parts(packed, costly + whole, stubs)
+    own = [HandIn(entry.name, [entry]) for entry in entries if entry.part in whole]
+    again = [HandIn(name, [by_name[name]]) for name in alone if by_name[name].part not in whole]
+    blank_costly_parts(again, whole, stubs)
+    return packed + own, again
+
+
 def grade_class(assignment: str, notebook: str, entries: list[Entry], alone: tuple[str, ...],
-                folder: Path, costly: tuple[str, ...] = ()) -> ClassScores:
-    """Grade the solution, the untouched exercise, every entry packed (the ``costly`` parts blank where
-    a hand-in carries none of their entries) and the ``alone`` entries on their own."""
+                folder: Path, costly: tuple[str, ...] = (), whole: tuple[str, ...] = ()) -> ClassScores:
+    """Grade the solution, the untouched exercise and what ``class_hand_ins`` hands in."""
     submissions, out = folder / "submissions", folder / "out"
     write(solved(assignment, notebook), submissions / "solution" / assignment, notebook)
     write(nbformat.read(EXERCISES / assignment / f"{notebook}.ipynb", as_version=4),
           submissions / "untouched" / assignment, notebook)
-    by_name = {entry.name: entry for entry in entries}
-    unknown = sorted(set(alone) - set(by_name))
-    assert not unknown, f"ALONE names entries that do not exist: {unknown}"
-    packed = pack(entries)
-    blank_costly_parts(packed, costly, stubs_of(assignment, notebook))
-    for hand_in in packed + [HandIn(name, [by_name[name]]) for name in alone]:
+    checked, again = class_hand_ins(entries, alone, stubs_of(assignment, notebook), costly, whole)
+    for hand_in in checked + again:
         write(hand_in.notebook(assignment, notebook), submissions / hand_in.student / assignment, notebook)
     result = run_autograder("grade", assignment, "--submissions", str(submissions), "--out", str(out))
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     return ClassScores(parts=read_part_scores(out, parts_of(assignment, notebook)),
-                       hand_in_of={entry.name: hand_in for hand_in in packed for entry in hand_in.entries},
-                       alone={name: by_name[name] for name in alone})
+                       hand_in_of={entry.name: hand_in for hand_in in checked for entry in hand_in.entries},
+                       alone={hand_in.student: hand_in for hand_in in again})
 
 
 def check_hand_in(scores, hand_in: HandIn) -> None:
@@ -207,6 +225,8 @@ class ChapterGrading:
     ALONE: tuple[str, ...] = ()
     # Parts that train for long: handed in blank in the packed hand-ins that carry none of their entries.
     COSTLY: tuple[str, ...] = ()
+    # Parts whose graded run trains the student's whole model: their entries handed in on their own.
+    WHOLE: tuple[str, ...] = ()
 
     @classmethod
     def entries(cls) -> list[Entry]:
@@ -229,7 +249,7 @@ class ChapterGrading:
     @classmethod
     def scores(cls, tmp_path_factory) -> ClassScores:
         return grade_class(cls.ASSIGNMENT, cls.NOTEBOOK, cls.entries(), cls.alone(),
-                           tmp_path_factory.mktemp(cls.ASSIGNMENT), cls.COSTLY)
+                           tmp_path_factory.mktemp(cls.ASSIGNMENT), cls.COSTLY, cls.WHOLE)
 
     def test_a_blank_part_costs_its_own_points_and_nothing_else(self, scores):
         # One crash in an earlier part must not cost a point of a later one (the notebook promises it).
@@ -248,8 +268,9 @@ class ChapterGrading:
     def test_an_entry_handed_in_alone_scores_as_it_does_packed(self, scores):
         # The packing's premise, checked: alone, each scores its own part as predicted and full marks
         # elsewhere, and exactly what it scored beside other parts' mistakes.
-        for student, entry in scores.alone.items():
-            check_hand_in(scores, HandIn(student, [entry]))
+        for student, hand_in in scores.alone.items():
+            check_hand_in(scores, hand_in)
+            entry = hand_in.entries[0]
             packed = scores.hand_in_of[student].student
             assert scores[student][entry.part] == scores[packed][entry.part], (
                 f"{student} scored {scores[student][entry.part]} alone and {scores[packed][entry.part]} in {packed}")

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from chapter_grading import Entry, HandIn, blank_costly_parts, check_hand_in, check_mistake, pack
+from chapter_grading import Entry, HandIn, blank_costly_parts, check_hand_in, check_mistake, class_hand_ins, pack
 
 
 def _entries() -> list[Entry]:
@@ -38,6 +38,19 @@ def test_a_costly_part_is_handed_in_blank_where_no_entry_of_its_own_is_carried()
     assert blanks == [[], [], ["blank-B-in-packed-03"], []]  # packed-04's entry edits B's cell: B stays
     blank = hand_ins[2].entries[-1]
     assert (blank.part, blank.expected, blank.replace) == ("B", 0.0, {"B": "raise NotImplementedError()"})
+
+
+def test_a_whole_model_part_has_its_entries_handed_in_on_their_own_and_is_blank_everywhere_else():
+    # Part B's test trains the whole model: a mistake of part A would cost B's points too, so B's
+    # entries never share a hand-in, and B is blank wherever another part's entry is graded.
+    stubs = {"A": "raise", "B": "raise NotImplementedError()", "C": "raise"}
+    checked, again = class_hand_ins(_entries(), ("a2", "b1"), stubs, whole=("B",))
+    carried = {hand_in.student: [e.name for e in hand_in.entries] for hand_in in checked}
+    assert carried == {"packed-01": ["a1", "variant-c", "blank-B-in-packed-01"],
+                       "packed-02": ["a2", "blank-B-in-packed-02"], "packed-03": ["a3", "blank-B-in-packed-03"],
+                       "b1": ["b1"], "blank-B": ["blank-B"]}
+    # a2 handed in again on its own, B blank beside it; b1 is on its own already
+    assert [[e.name for e in hand_in.entries] for hand_in in again] == [["a2", "blank-B-in-a2"]]
 
 
 def _scores(**parts) -> dict:

@@ -5,12 +5,14 @@ from chapter_grading import ChapterGrading
 
 
 STEP, FORWARD, BIDIRECTIONAL, CLIP, PPL = "rnn_step", "rnn_forward", "bidirectional_rnn", "clip_grad_norm", "perplexity"
-MODEL, TRAIN = "rnn_language_model", "train_language_model"
+MODEL, TRAIN, CARRIED = "rnn_language_model", "train_language_model", "train_carried_state"
 
 
 class TestRnnsExercise(ChapterGrading):
     ASSIGNMENT, NOTEBOOK = "02-rnns", "rnns"
-    AUTO_POINTS = 19.0
+    AUTO_POINTS = 23.0
+    # Part 8's last test trains the student's whole model (parts 1, 2, 4, 6 and 8 together).
+    WHOLE = (CARRIED,)
     # Handed in on its own as well as packed beside other parts' mistakes (chapter_grading.py).
     ALONE = ("forward-returns-first-state",)
     # student id -> (the part it breaks, its score in that part, edits to the solution)
@@ -50,6 +52,14 @@ class TestRnnsExercise(ChapterGrading):
                                                    "torch.optim.Adam(model.parameters())")]}),
         "train-never-clears-gradients": (TRAIN, 1.0, {TRAIN: [("        optimizer.zero_grad()\n", "")]}),
         "train-targets-not-shifted": (TRAIN, 0.0, {TRAIN: [("window[:, 1:].flatten()", "window[:, :-1].flatten()")]}),
+        # Truncated backpropagation through time (part 8), the last test training the whole model.
+        "carried-state-not-detached": (CARRIED, 0.0, {CARRIED: [("        state = state.detach()", "        pass")]}),
+        "carried-state-reset-every-window": (CARRIED, 2.0, {CARRIED: [("model(window[:, :-1], state)",
+                                                                       "model(window[:, :-1])")]}),
+        "carried-state-targets-not-shifted": (CARRIED, 0.0, {CARRIED: [("window[:, 1:].flatten()",
+                                                                        "window[:, :-1].flatten()")]}),
+        "carried-state-ignores-lr": (CARRIED, 0.0, {CARRIED: [("torch.optim.Adam(model.parameters(), lr=lr)",
+                                                               "torch.optim.Adam(model.parameters())")]}),
     }
     # Other correct ways to write the loop: they take another path through the same training,
     # which the margin allows for.
@@ -57,4 +67,7 @@ class TestRnnsExercise(ChapterGrading):
         "train-summed-loss": {TRAIN: [("window[:, 1:].flatten())", "window[:, 1:].flatten(), reduction='sum')")]},
         "train-clears-after-step": {TRAIN: [("        optimizer.zero_grad()\n", ""),
                                             ("        optimizer.step()\n", "        optimizer.step()\n        optimizer.zero_grad()\n")]},
+        "carried-state-detached-when-passed": {CARRIED: [
+            ("model(window[:, :-1], state)", "model(window[:, :-1], None if state is None else state.detach())"),
+            ("        state = state.detach()", "        pass")]},
     }

@@ -6,7 +6,7 @@ import torch.nn as nn
 
 from nlpbook.charlm import (CharRNN, bible_char_data, curve_by_characters, generate, loss_by_position, next_char_loss, perplexity,
                             next_char_losses, train_char_lm, train_for_seconds,
-                            random_windows, scored_perplexity, scored_transformer_perplexity, sequential_batches)
+                            random_windows, scored_perplexity, char_rnn_state, scored_transformer_perplexity, sequential_batches)
 from nlpbook.recipe import Recipe
 from nlpbook.train import History
 from nlpbook.transformer import DecoderOnlyLM
@@ -128,6 +128,38 @@ def test_scored_perplexity_is_the_perplexity_of_a_char_rnn_with_those_weights():
     with pytest.raises(ValueError, match="the model has 3 characters"):
         other = CharRNN(3, embed=4, hidden=8).state_dict()
         scored_perplexity(other, characters=500, chunk=100)
+
+
+class ExerciseRNN(nn.Module):
+    """Chapter 2's RNNLanguageModel as the solution writes it: the weights under the equations' names."""
+
+    def __init__(self, vocab_size, embed_size, hidden_size):
+        super().__init__()
+        self.embedding = nn.Embedding(vocab_size, embed_size)
+        self.weight_ih = nn.Parameter(torch.randn(hidden_size, embed_size) / 3)
+        self.weight_hh = nn.Parameter(torch.randn(hidden_size, hidden_size) / 3)
+        self.bias_ih, self.bias_hh = nn.Parameter(torch.randn(hidden_size)), nn.Parameter(torch.randn(hidden_size))
+        self.head = nn.Linear(hidden_size, vocab_size)
+
+    def forward(self, ids):
+        h, states = torch.zeros(ids.shape[0], self.weight_hh.shape[0]), []
+        for x_t in self.embedding(ids).unbind(1):
+            h = torch.tanh(x_t @ self.weight_ih.T + self.bias_ih + h @ self.weight_hh.T + self.bias_hh)
+            states.append(h)
+        return self.head(torch.stack(states, 1))  # (B, T, V)
+
+
+def test_char_rnn_state_puts_the_exercise_model_weights_into_a_char_rnn_that_computes_the_same():
+    torch.manual_seed(0)
+    exercise = ExerciseRNN(7, 3, 5)
+    model = CharRNN(7, embed=3, hidden=5)
+    renamed = char_rnn_state(exercise.state_dict())
+    model.load_state_dict(renamed)
+    ids = torch.randint(0, 7, (2, 6))
+    assert torch.allclose(model(ids)[0], exercise(ids), atol=1e-6)
+    assert not any(value.requires_grad for value in renamed.values())
+    with pytest.raises(ValueError, match="should be named"):
+        char_rnn_state(model.state_dict())
 
 
 def test_scored_transformer_perplexity_is_the_perplexity_of_a_decoder_only_lm_with_those_weights():
