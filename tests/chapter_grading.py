@@ -156,8 +156,8 @@ def class_hand_ins(entries: list[Entry], alone: tuple[str, ...], stubs: dict[str
 
     The entries of other parts than ``whole`` are packed, with the ``costly`` and ``whole`` parts
     blank where a hand-in carries none of their entries; each entry of a ``whole`` part is a
-    hand-in of its own; an ``alone`` entry is handed in again on its own, the ``whole`` parts
-    blank beside it."""
+    hand-in of its own; an ``alone`` entry is handed in again on its own, the ``costly`` and
+    ``whole`` parts blank beside it (what it shows is about its own part and the cheap ones)."""
     by_name = {entry.name: entry for entry in entries}
     unknown = sorted(set(alone) - set(by_name))
     assert not unknown, f"ALONE names entries that do not exist: {unknown}"
@@ -165,7 +165,7 @@ def class_hand_ins(entries: list[Entry], alone: tuple[str, ...], stubs: dict[str
     blank_costly_parts(packed, costly + whole, stubs)
     own = [HandIn(entry.name, [entry]) for entry in entries if entry.part in whole]
     again = [HandIn(name, [by_name[name]]) for name in alone if by_name[name].part not in whole]
-    blank_costly_parts(again, whole, stubs)
+    blank_costly_parts(again, costly + whole, stubs)
     return packed + own, again
 
 

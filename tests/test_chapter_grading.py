@@ -51,6 +51,9 @@ def test_a_whole_model_part_has_its_entries_handed_in_on_their_own_and_is_blank_
                        "b1": ["b1"], "blank-B": ["blank-B"]}
     # a2 handed in again on its own, B blank beside it; b1 is on its own already
     assert [[e.name for e in hand_in.entries] for hand_in in again] == [["a2", "blank-B-in-a2"]]
+    # a costly part is blank beside an entry handed in alone, too
+    _, again = class_hand_ins(_entries(), ("a2",), stubs, costly=("C",), whole=("B",))
+    assert [[e.name for e in hand_in.entries] for hand_in in again] == [["a2", "blank-C-in-a2", "blank-B-in-a2"]]
 
 
 def _scores(**parts) -> dict:
