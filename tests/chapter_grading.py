@@ -134,7 +134,7 @@ class ClassScores:
 
     parts: dict[str, dict[str, list[float]]]
     hand_in_of: dict[str, HandIn]  # entry name -> the packed hand-in that carried it
-    alone: dict[str, HandIn]       # student id -> the entry handed in again on its own (whole parts blank)
+    alone: dict[str, HandIn]       # student id -> the entry handed in again on its own (costly and whole parts blank)
 
     def __getitem__(self, student: str) -> dict[str, list[float]]:
         return self.parts[student]
