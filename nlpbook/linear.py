@@ -1,6 +1,7 @@
 """Linear classifiers on fixed features: the cheap baselines a pretrained model is measured against."""
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 
 import torch
@@ -26,6 +27,12 @@ def fit_logistic(x: torch.Tensor, y: torch.Tensor, penalty: float, seed: int = 0
     (dense or sparse) with Adam, minimizing cross-entropy + ``penalty`` * |W|^2 (the bias is not
     penalized)."""
     torch.manual_seed(seed)
+    if x.layout == torch.sparse_coo:
+        # Row-compressed storage: the product with the weights, run 300 times, is about four
+        # times faster than on (row, column) pairs.  PyTorch warns that CSR is in beta.
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", "Sparse CSR tensor support is in beta")
+            x = x.coalesce().to_sparse_csr()
     layer = torch.nn.Linear(x.shape[1], int(y.max()) + 1)
     optimizer = torch.optim.Adam(layer.parameters(), lr=lr)
     for _ in range(steps):

@@ -144,6 +144,26 @@ def to_device(batch: Any, device: torch.device) -> Any:
     return batch
 
 
+def length_grouped_batches(lengths: torch.Tensor, batch_size: int, generator: torch.Generator,
+                           pool: int = 8) -> list[torch.Tensor]:
+    """One epoch of batches of indices into ``lengths`` (N,), each index once, grouped by length.
+
+    A batch is padded to its longest member, so a batch of mixed lengths spends much of its work on
+    padding.  The epoch is shuffled, cut into pools of ``pool`` batches, each pool is sorted by
+    length and cut into batches, and the batches are shuffled: every batch holds examples of
+    similar length, and which examples share a batch still changes from epoch to epoch (the
+    "group by length" of ``transformers``' Trainer does the same)."""
+    if batch_size < 1 or pool < 1:
+        raise ValueError(f"batch_size and pool must be at least 1, got {batch_size} and {pool}")
+    order = torch.randperm(len(lengths), generator=generator)
+    batches = []
+    for start in range(0, len(order), batch_size * pool):
+        chunk = order[start:start + batch_size * pool]
+        chunk = chunk[torch.argsort(lengths[chunk], stable=True)]
+        batches += list(chunk.split(batch_size))
+    return [batches[k] for k in torch.randperm(len(batches), generator=generator).tolist()]
+
+
 def _cycle(batches: Iterable[Any]):
     """Yield the batches over and over; fail at once when a pass yields nothing."""
     while True:

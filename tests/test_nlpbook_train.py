@@ -4,7 +4,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from nlpbook.train import History, to_device, train
+from nlpbook.train import History, length_grouped_batches, to_device, train
 
 
 def _regression(seed=0):
@@ -244,3 +244,25 @@ def test_step_watch_sees_each_step_of_any_optimizer_and_poisons_gradients_left_b
     # outside the block nothing is watched
     run(clear=True)
     assert len(watch.norms) == 3
+
+
+def test_length_grouped_batches_cover_the_epoch_once_and_cut_the_padding():
+    lengths = torch.randint(5, 80, (1000,), generator=torch.Generator().manual_seed(0))
+    batches = length_grouped_batches(lengths, 32, torch.Generator().manual_seed(1))
+    assert sorted(torch.cat(batches).tolist()) == list(range(1000))
+    assert [len(b) for b in batches].count(32) == len(batches) - 1  # 1000 = 31 * 32 + 8
+
+    def padded(batches):  # the positions a batch padded to its longest member computes
+        return sum(len(b) * int(lengths[b].max()) for b in batches)
+
+    shuffled = list(torch.randperm(1000, generator=torch.Generator().manual_seed(1)).split(32))
+    assert padded(batches) < 0.7 * padded(shuffled)
+    # the same generator seed gives the same epoch, another seed another grouping
+    again = length_grouped_batches(lengths, 32, torch.Generator().manual_seed(1))
+    other = length_grouped_batches(lengths, 32, torch.Generator().manual_seed(2))
+    assert all(torch.equal(a, b) for a, b in zip(batches, again))
+    assert {tuple(sorted(b.tolist())) for b in batches} != {tuple(sorted(b.tolist())) for b in other}
+    # fewer examples than a batch make one batch
+    assert len(length_grouped_batches(lengths[:5], 32, torch.Generator())) == 1
+    with pytest.raises(ValueError, match="batch_size"):
+        length_grouped_batches(lengths, 0, torch.Generator())
