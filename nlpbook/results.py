@@ -152,6 +152,24 @@ class Runs:
         return cls(data["runs"], data.get("digits", 3))
 
 
+SPEED_TOLERANCE = 1.2  # timings on a shared machine move by up to a fifth from run to run
+
+
+def speed_verdict(times_faster: float) -> str:
+    """The word for a speed-up: ``times_faster`` is how many times faster one way of doing the same
+    work is than another (the other's time over its own, or its speed over the other's).
+    "faster" above 1.2, "slower" below 1 / 1.2, "level" within a fifth either way
+    (:data:`SPEED_TOLERANCE`).  Every page words a speed-up by this rule, with its own sentence for
+    each of the three words."""
+    if not times_faster > 0 or math.isinf(times_faster):
+        raise ValueError(f"a speed-up is a positive, finite ratio, got {times_faster}")
+    if times_faster > SPEED_TOLERANCE:
+        return "faster"
+    if times_faster < 1 / SPEED_TOLERANCE:
+        return "slower"
+    return "level"
+
+
 RUNS_FORMATS = {"range": Runs.range_text, "seeds": Runs.seeds_text}  # besides the default, mean ± std
 
 

@@ -6,7 +6,7 @@ import pytest
 import torch
 from IPython.lib.pretty import pretty
 
-from nlpbook.results import Runs, Table, false_positive_rate
+from nlpbook.results import Runs, Table, false_positive_rate, speed_verdict
 from nlpbook.spread import mean_range, mean_std
 
 
@@ -137,3 +137,15 @@ def test_runs_and_tables_come_back_from_a_record_as_the_objects_they_were():
     assert isinstance(back["loss"], Runs) and back["loss"].values == value["loss"].values
     assert str(back["loss"]) == str(value["loss"])
     assert from_record({"type": "elsewhere", "runs": [1]}) == {"type": "elsewhere", "runs": [1]}
+
+
+@pytest.mark.parametrize("times_faster, word", [(3.0, "faster"), (1.25, "faster"), (1.1, "level"),
+                                                (1 / 1.1, "level"), (0.8, "slower"), (1 / 3, "slower")])
+def test_a_speed_up_is_named_by_one_rule_with_a_fifth_of_tolerance(times_faster, word):
+    assert speed_verdict(times_faster) == word
+
+
+@pytest.mark.parametrize("ratio", [0.0, -2.0, float("nan"), float("inf")])
+def test_a_speed_up_must_be_a_positive_finite_ratio(ratio):
+    with pytest.raises(ValueError, match="positive, finite"):
+        speed_verdict(ratio)
