@@ -19,7 +19,7 @@ import torch.nn.functional as F
 from nlpbook.corpora import bible_text
 from nlpbook.profile import current_profile
 from nlpbook.recipe import Recipe
-from nlpbook.train import History, linear_warmup, train
+from nlpbook.train import History, train
 from nlpbook.transformer import DecoderOnlyLM, sampling_probs
 from nlpbook.vocab import Vocabulary
 
@@ -109,27 +109,6 @@ def next_char_losses(model: nn.Module, window: torch.Tensor) -> torch.Tensor:
     scoring some positions of a window and not others."""
     logits = _logits(model, window[:, :-1])  # (B, T, V)
     return F.cross_entropy(logits.transpose(1, 2), window[:, 1:], reduction="none")
-
-
-def train_for_seconds(model: nn.Module, train_ids: torch.Tensor, *, seconds: float, lr: float,
-                      evaluate: Callable[[nn.Module], dict[str, float]], evals: int, generator: torch.Generator,
-                      batch_size: int = 8, length: int = 128, warmup_steps: int = 100) -> History:
-    """Train ``model`` on random windows of ``train_ids`` for ``seconds`` of compute, for a race at
-    equal time: AdamW (weight decay 0.01 on every weight) with a linear warm-up over
-    ``warmup_steps`` and no decay after it, the gradient clipped at norm 1, through the book's one
-    loop (:func:`nlpbook.train.train`).  ``evaluate(model)`` returns named metrics, ``evals`` times
-    evenly over the time and at the end, its time not counted.
-
-    Chapter 5's ``copying`` page still races with this schedule: moved to the recipe
-    (:func:`train_char_lm`), its Transformer did not learn to copy within the 120 s of the standard
-    race (2026-11-28), which the page's argument needs; the other races use the recipe."""
-    if seconds <= 0 or evals < 1:
-        raise ValueError(f"seconds must be positive and evals at least 1, got {seconds} and {evals}")
-    optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01)
-    return train(model, random_window_stream(train_ids, batch_size, length, generator), next_char_loss, optimizer,
-                 seconds=seconds, clip_grad_norm=1.0, scheduler=linear_warmup(optimizer, warmup_steps),
-                 evaluate=evaluate, evals=evals,
-                 progress=False)
 
 
 #: Each network's peak learning rate under the recipe in chapter 5's races of character models

@@ -5,7 +5,7 @@ import torch
 import torch.nn as nn
 
 from nlpbook.charlm import (CharRNN, bible_char_data, curve_by_characters, generate, loss_by_position, next_char_loss, perplexity,
-                            next_char_losses, train_char_lm, train_for_seconds,
+                            next_char_losses, train_char_lm,
                             random_windows, scored_perplexity, char_rnn_state, scored_transformer_perplexity, sequential_batches)
 from nlpbook.recipe import Recipe
 from nlpbook.train import History
@@ -183,26 +183,6 @@ def test_scored_transformer_perplexity_is_the_perplexity_of_a_decoder_only_lm_wi
     with pytest.raises(ValueError, match="layers.0"):
         scored_transformer_perplexity(no_layers, heads=2, layers=3, characters=300)
 
-
-
-def test_train_for_seconds_learns_a_periodic_text_and_evaluates_on_time():
-    torch.manual_seed(0)
-    ids = torch.arange(7).repeat(200)  # 0 1 ... 6 0 1 ...: every next id is certain
-    model = CharRNN(7, embed=8, hidden=16)
-    run = train_for_seconds(model, ids, seconds=1.0, lr=1e-2, evals=4, length=16,
-                            generator=torch.Generator().manual_seed(0),
-                            evaluate=lambda m: {"perplexity": perplexity(m, ids[:50])})
-    assert run.steps[-1] == len(run.loss) > 10
-    assert run.seconds >= 1.0
-    curve = run.curve("perplexity")
-    assert 1 <= len(curve) <= 5 and curve[-1][0] == run.seconds
-    times = [t for t, _ in curve]
-    assert times == sorted(times)
-    assert curve[-1][1] < 2.0  # from uniform (7) towards certainty (1)
-    assert run.loss[-1] < run.loss[0]
-    with pytest.raises(ValueError, match="seconds"):
-        train_for_seconds(model, ids, seconds=0, lr=1e-2, evals=1, generator=torch.Generator(),
-                          evaluate=lambda m: {})
 
 
 def test_train_char_lm_learns_a_periodic_text_with_the_recipe_and_evaluates_on_time():

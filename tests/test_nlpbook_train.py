@@ -152,6 +152,9 @@ def test_the_schedule_warms_up_linearly_then_follows_a_cosine_to_its_floor():
     assert recipe.lr_factor(100, 0.5) == pytest.approx(0.55)
     assert recipe.lr_factor(100, 1.0) == pytest.approx(0.1) == recipe.lr_factor(100, 1.7)
     assert Recipe(lr=1.0, warmup=0).lr_factor(0, 0.0) == 1.0
+    # min_lr_ratio 1: no decay, the peak rate from the end of the warm-up on (chapter 5's copying race)
+    constant = Recipe(lr=1.0, warmup=4, min_lr_ratio=1.0)
+    assert [constant.lr_factor(step, step / 10) for step in range(2, 11)] == pytest.approx([0.75] + [1.0] * 8)
     with pytest.raises(ValueError, match="min_lr_ratio"):
         Recipe(lr=1.0, min_lr_ratio=2.0)
 
