@@ -12,8 +12,9 @@ when::
     run.table(0).row("LSTM")["validation perplexity"]   # a table the page displayed, as a Table
 
 Results over seeds and tables are recorded as data (:func:`nlpbook.results.to_record`) and come back
-as ``Runs`` and ``Table``.  Records written before that kept them as text: their tables are read
-back here, once, into ``Table`` objects (numbers as numbers), so that no page parses a record.
+as ``Runs`` and ``Table``, so that no page parses a record.  (The runs of 2026-11-27 kept them as
+Markdown text; on 2026-12-02 they were rewritten as typed records that print as the text did, and
+each says so in its ``typed`` field.)
 
 The record is a measurement, not a cache: it changes only when the pages run again on a GPU.
 """
@@ -92,17 +93,15 @@ class RecordedRun:
         return from_record(self.glued[name])
 
     def mean(self, name: str) -> float:
-        """The mean of a glued result: of a ``Runs``, of a number glued as one, or, in a record older
-        than typed results, the number its text starts with ("2.746 ± 0.002")."""
+        """The mean of a glued result: of a ``Runs``, or a number glued as one."""
         from nlpbook.results import Runs
 
         value = self.value(name)
-        try:
-            if isinstance(value, Runs):
-                return value.mean
-            return float(value) if not isinstance(value, str) else float(value.split()[0])
-        except (ValueError, IndexError, TypeError):
-            raise RecordError(f"{self.path}: {self.page}'s {name!r} is {value!r}, not a result") from None
+        if isinstance(value, Runs):
+            return value.mean
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return float(value)
+        raise RecordError(f"{self.path}: {self.page}'s {name!r} is {value!r}, not a result")
 
     def table(self, index: int):
         """The ``index``-th table the page displayed in that run (negative counts from the end), as a
@@ -121,57 +120,10 @@ class RecordedRun:
 
 
 def _tables(display: Any) -> list:
-    """The tables of one display: a typed record's, or those of an older record's Markdown text."""
+    """The tables of one display (a display that is text has none)."""
     from nlpbook.results import from_record
 
-    if isinstance(display, dict):
-        return [from_record(display)] if display.get("type") == "Table" else []
-    blocks, block = [], []
-    for line in display.splitlines() + [""]:
-        if line.startswith("|"):
-            block.append(line)
-        elif block:
-            blocks.append(block)
-            block = []
-    return [_table_from_text(lines) for lines in blocks if len(lines) >= 2 and set(lines[1]) <= set("|-: ")]
-
-
-def _table_from_text(lines: list[str]):
-    """A Markdown pipe table that an older record kept as text, each cell a number where it reads as
-    one ("3,071", "0.62", "94%" as 0.94), as text otherwise."""
-    from nlpbook.results import Table
-
-    rows = [[cell.strip().replace("\\|", "|") for cell in line.strip()[1:-1].split(" | ")] for line in lines]
-    body = rows[2:]  # rows[1] is the rule under the header
-    # Each column shows its numbers as the record wrote them: the format of its first number.
-    formats = {}
-    for index, name in enumerate(rows[0]):
-        written = next((row[index] for row in body if not isinstance(_number(row[index]), str)), None)
-        if written is not None:
-            formats[name] = _format_of(written)
-    table = Table(rows[0], formats)
-    for row in body:
-        table.add(*(_number(cell) for cell in row))
-    return table
-
-
-def _format_of(written: str) -> str:
-    """The format spec that writes a number as ``written`` is written: "3,071" ",", "94%" ".0%", "0.62" ".2f"."""
-    digits = len(written.rstrip("%").split(".")[1]) if "." in written else 0
-    if written.endswith("%"):
-        return f".{digits}%"
-    if "," in written:
-        return f",.{digits}f" if digits else ","
-    return f".{digits}f" if digits else "d"
-
-
-def _number(cell: str) -> Any:
-    text = cell.replace(",", "")
-    try:
-        return float(text[:-1]) / 100 if text.endswith("%") else (int(text) if text.lstrip("-").isdigit()
-                                                                   else float(text))
-    except ValueError:
-        return cell
+    return [from_record(display)] if isinstance(display, dict) and display.get("type") == "Table" else []
 
 
 def full_profile_run(page: str, path: Path = RECORD) -> RecordedRun | None:

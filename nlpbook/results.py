@@ -38,8 +38,6 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
-from nlpbook.spread import mean_range, mean_std
-
 VERDICTS = ("ahead", "level", "behind")
 
 
@@ -108,14 +106,23 @@ class Runs:
         return self.mean
 
     def __str__(self) -> str:
-        return mean_std(self.values, self.digits)
+        text = f"{self.mean:.{self.digits}f}"
+        return text + f" ± {self.std:.{self.digits}f}" if self.n > 1 else text
 
     def _repr_pretty_(self, printer, cycle) -> None:  # what IPython shows and myst-nb's glue writes
         printer.text(str(self))
 
     def range_text(self) -> str:
-        """"9.6 (9.0 to 10.1)": the mean, then the lowest and the highest run."""
-        return mean_range(self.values, self.digits)
+        """"9.6 (9.0 to 10.1)": the mean, then the lowest and the highest run.  Runs that differ but
+        print alike get more digits ("11.7 (11.71 to 11.74)"), so that a range never reads as
+        "11.7 to 11.7" unless the runs agree."""
+        text = f"{self.mean:.{self.digits}f}"
+        if self.n == 1:
+            return text
+        low, high, shown = self.low, self.high, self.digits
+        while f"{low:.{shown}f}" == f"{high:.{shown}f}" and low != high and shown < self.digits + 3:
+            shown += 1
+        return text + f" ({low:.{shown}f} to {high:.{shown}f})"
 
     def seeds_text(self) -> str:
         """"4.63 ± 0.02 over 3 seeds", or "4.61 with 1 seed": the result and how many runs it rests on."""
@@ -252,6 +259,30 @@ class Table:
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Table) and json.dumps(self.to_json()) == json.dumps(other.to_json())
+
+
+NO_VERDICT = "no verdict"  # a cell of verdict_table where the rule cannot tell
+
+
+def verdict_table(results: dict[str, Runs], *, against: dict[str, float] | None = None,
+                  better: str = "lower", first_column: str = "model") -> Table:
+    """Each result against each other, and against single numbers (a counted baseline, say), by the
+    book's one rule: the cell in row ``a`` and column ``b`` is ``a.versus(b).word`` ("ahead",
+    "level", "behind"), empty on the diagonal.  Where the rule cannot tell two equal models apart at
+    all (one run against one run, or one run against a number: a false-positive rate of 1) the
+    cell says :data:`NO_VERDICT` rather than a word one run cannot support."""
+    against = dict(against or {})
+    table = Table([first_column, *results, *against])
+    for name, ours in results.items():
+        cells = []
+        for other, theirs in [*results.items(), *against.items()]:
+            if other == name:
+                cells.append("")
+                continue
+            verdict = ours.versus(theirs, better=better)
+            cells.append(verdict.word if verdict.false_positive_rate < 1 else NO_VERDICT)
+        table.add(name, *cells)
+    return table
 
 
 RECORD_TYPES = {"Runs": Runs, "Table": Table}

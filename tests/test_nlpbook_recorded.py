@@ -65,13 +65,18 @@ def test_a_damaged_record_names_the_file_and_what_is_wrong(tmp_path):
         recorded.full_profile_runs(tmp_path / "bad.json")
 
 
-def test_mean_reads_the_number_a_result_starts_with_and_refuses_words(tmp_path):
-    entry = ENTRY | {"glued": {"ppl": "2.746 ± 0.002", "loss": "2.61 ± 0.07 over 2 seeds", "n": 30,
-                               "verdict": "the LSTM ends best"}}
+def test_mean_reads_a_result_or_a_number_and_refuses_text(tmp_path):
+    from nlpbook.results import Runs, to_record
+
+    entry = ENTRY | {"glued": {"ppl": to_record(Runs([2.7, 2.8])), "n": 30, "verdict": "the LSTM ends best",
+                               "old": "2.746 ± 0.002"}}
     run = recorded.full_profile_run("05-a/x", write(tmp_path, [entry], "results.json"))
-    assert (run.mean("ppl"), run.mean("loss"), run.mean("n")) == (2.746, 2.61, 30.0)
+    assert (run.mean("ppl"), run.mean("n")) == (pytest.approx(2.75), 30.0)
     with pytest.raises(recorded.RecordError, match=r"05-a/x's 'verdict' is 'the LSTM ends best', not a result"):
         run.mean("verdict")
+    # a result written as text is not read back as a number: the record must keep it as Runs
+    with pytest.raises(recorded.RecordError, match=r"'old' is '2.746 ± 0.002', not a result"):
+        run.mean("old")
 
 
 def test_the_code_hash_follows_the_code_cells_and_their_boundaries():
@@ -95,21 +100,31 @@ def test_stale_runs_are_those_whose_page_changed_or_that_carry_no_hash(tmp_path)
 
 
 
-def test_tables_come_back_as_tables_from_typed_and_from_older_text_records(tmp_path):
+def test_tables_come_back_as_the_tables_recorded_and_text_displays_have_none(tmp_path):
     from nlpbook.results import Runs, Table, to_record
 
-    typed = Table(["model", "loss"]).add("LSTM", Runs([2.0, 2.5]))
-    older = ("After 30 s on the cuda:\n\n| model | weights | share | ppl |\n|---|---|---|---|\n"
-             "| LSTM | 3,216,395 | 94% | 2.813 ± 0.057 |\n| RNN | 1,024 | 5% | 3.10 ± 0.01 |\n\nThen:\n\n"
-             "| | x |\n|---|---|\n| T = 32 | 0.62 |")
-    entry = ENTRY | {"displays": ["a sentence", older, to_record(typed)],
-                     "glued": {"loss": to_record(Runs([2.0, 2.5])), "ppl": "2.746 ± 0.002"}}
+    first = Table(["model", "weights", "share", "ppl"], {"weights": ",", "share": ".0%"})
+    first.add("LSTM", 3216395, 0.94, Runs([2.77, 2.85]))
+    second = Table(["", "x"]).add("T = 32", 0.62)
+    entry = ENTRY | {"displays": ["After 30 s on the cuda:", to_record(first), "| not | a table |",
+                                  to_record(second)],
+                     "glued": {"loss": to_record(Runs([2.0, 2.5]))}}
     run = recorded.full_profile_run("05-a/x", write(tmp_path, [entry]))
-    assert run.table(-1) == typed and run.value("loss").values == (2.0, 2.5) and run.mean("loss") == 2.25
-    first = run.table(0)
-    assert first.row("LSTM") == {"model": "LSTM", "weights": 3216395, "share": 0.94, "ppl": "2.813 ± 0.057"}
-    # written back as the record wrote it
-    assert first._repr_markdown_().splitlines()[2] == "| LSTM | 3,216,395 | 94% | 2.813 ± 0.057 |"
-    assert run.table(1).row("T = 32")["x"] == 0.62 and run.table(1)._repr_markdown_().endswith("| T = 32 | 0.62 |")
-    with pytest.raises(recorded.RecordError, match="displayed 3 table"):
-        run.table(3)
+    assert run.table(0) == first and run.table(-1) == second and run.table(1) == second
+    assert run.table(0).row("LSTM")["ppl"].values == (2.77, 2.85)
+    assert run.table(0)._repr_markdown_().splitlines()[2] == "| LSTM | 3,216,395 | 94% | 2.810 ± 0.057 |"
+    assert run.value("loss").values == (2.0, 2.5) and run.mean("loss") == 2.25
+    with pytest.raises(recorded.RecordError, match="displayed 2 table"):
+        run.table(2)
+
+
+def test_the_stored_record_keeps_tables_and_results_as_data_not_text():
+    """No display of the record holds a Markdown table as text and no glued value is a result written
+    as text ("2.746 ± 0.002"), so no page or helper has to parse one back."""
+    import re
+
+    for run in recorded.full_profile_runs():
+        for display in run.displays:
+            assert isinstance(display, dict) or not re.search(r"^\|.*\|$", display, re.M), (run.page, display)
+        for name, value in run.glued.items():
+            assert not (isinstance(value, str) and re.match(r"-?\d+\.\d+ ± \d", value)), (run.page, name, value)

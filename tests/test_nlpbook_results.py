@@ -6,19 +6,27 @@ import pytest
 import torch
 from IPython.lib.pretty import pretty
 
-from nlpbook.results import Runs, Table, false_positive_rate, speed_verdict
-from nlpbook.spread import mean_range, mean_std
+from nlpbook.results import NO_VERDICT, Runs, Table, false_positive_rate, speed_verdict, verdict_table
 
 
 def test_runs_are_written_as_the_book_writes_a_result_over_seeds():
-    runs = Runs(torch.tensor([0.5, 0.4, 0.6]))
-    assert str(runs) == mean_std([0.5, 0.4, 0.6]) == "0.500 ± 0.100"
-    assert Runs([9.0, 10.1, 9.7], digits=1).range_text() == mean_range([9.0, 10.1, 9.7]) == "9.6 (9.0 to 10.1)"
+    values = torch.tensor([0.5, 0.4, 0.6])
+    runs = Runs(values)
+    # the sample standard deviation, divided by n - 1 as torch.std is
+    assert str(runs) == f"0.500 ± {values.std().item():.3f}" == "0.500 ± 0.100"
+    assert Runs([9.0, 10.1, 9.7], digits=1).range_text() == "9.6 (9.0 to 10.1)"
+    assert Runs(np.array([4.536, 4.459])).range_text() == "4.497 (4.459 to 4.536)"
+    assert Runs([77.0], digits=1).range_text() == "77.0"
     assert Runs([1.0, 2.0, 3.0], digits=1).seeds_text() == "2.0 ± 1.0 over 3 seeds"
     assert Runs([4.6125], digits=2).seeds_text() == "4.61 with 1 seed"
     assert str(Runs(np.array([0.25]), digits=2)) == "0.25"
     assert float(runs) == pytest.approx(0.5) and runs.std == pytest.approx(0.1) and runs.n == 3
     assert (runs.low, runs.high) == pytest.approx((0.4, 0.6))
+
+
+def test_a_range_shows_runs_that_differ_as_different():
+    assert Runs([11.709, 11.744], digits=1).range_text() == "11.7 (11.71 to 11.74)"
+    assert Runs([2.0, 2.0], digits=1).range_text() == "2.0 (2.0 to 2.0)"
 
 
 def test_glue_and_ipython_show_the_text_not_the_dataclass():
@@ -149,3 +157,24 @@ def test_a_speed_up_is_named_by_one_rule_with_a_fifth_of_tolerance(times_faster,
 def test_a_speed_up_must_be_a_positive_finite_ratio(ratio):
     with pytest.raises(ValueError, match="positive, finite"):
         speed_verdict(ratio)
+
+
+def test_a_verdict_table_gives_each_result_against_each_other_by_the_one_rule():
+    results = {"LSTM": Runs([2.63, 2.64, 2.62]), "Transformer": Runs([2.74, 2.75, 2.73]),
+               "RNN": Runs([2.70, 3.10, 3.00])}
+    table = verdict_table(results, against={"6-gram": 3.01})
+    assert table.columns == ["model", "LSTM", "Transformer", "RNN", "6-gram"]
+    assert table.row("LSTM") == {"model": "LSTM", "LSTM": "", "Transformer": "ahead", "RNN": "ahead",
+                                 "6-gram": "ahead"}
+    assert table.row("Transformer")["LSTM"] == "behind" and table.row("Transformer")["RNN"] == "level"
+    assert table.row("RNN")["6-gram"] == "level"   # one run below the baseline, two above
+    # higher is better for an accuracy: the words turn round
+    assert verdict_table(results, better="higher").row("LSTM")["Transformer"] == "behind"
+
+
+def test_a_verdict_table_gives_no_verdict_where_one_run_cannot_support_one():
+    one_each = {"a": Runs([1.0]), "b": Runs([2.0])}
+    table = verdict_table(one_each, against={"baseline": 3.0}, first_column="optimizer")
+    assert table.row("a") == {"optimizer": "a", "a": "", "b": NO_VERDICT, "baseline": NO_VERDICT}
+    # two runs against a number can be told apart (1 in 2 by chance), so they get a word
+    assert verdict_table({"a": Runs([1.0, 1.5])}, against={"baseline": 3.0}).row("a")["baseline"] == "ahead"
