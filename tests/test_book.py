@@ -245,6 +245,18 @@ def test_the_code_a_reader_sees_fits_its_box():
     assert not long_lines, f"{len(long_lines)} code lines over {CODE_WIDTH} characters:\n" + "\n".join(long_lines)
 
 
+def test_a_reader_can_open_every_check_of_the_text():
+    """The claims that check a page's sentences sit in cells a reader can open (collapsed,
+    ``hide-input``), never in the cells that are never shown: the checks are the evidence."""
+    buried = []
+    for name in notebook_pages():
+        for cell in jupytext.read(REPO / f"{name}.md").cells:
+            if cell.cell_type == "code" and NEVER_SHOWN & set(cell.metadata.get("tags", [])):
+                buried += [f"{name}: {line.strip()[:70]}" for line in cell.source.splitlines()
+                           if re.match(r"(nlpbook\.)?claim\(", line)]
+    assert not buried, "claims in cells a reader cannot open:\n" + "\n".join(buried)
+
+
 def test_pages_that_draw_show_their_imports_and_use_the_book_style():
     """A reader sees what a page imports, and every figure has the book's lettering and width."""
     drawing, hidden, unstyled = [], [], []
