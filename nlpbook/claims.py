@@ -11,6 +11,10 @@ In the ``standard`` and ``full`` profiles, which the text is written for, a clai
 hold stops the page with the sentence and the figures.  In ``quick`` the models are too small
 for the sentence to mean anything, so the claim is recorded as unchecked and the page goes on.
 
+A page makes its claims in a collapsed cell that a reader can open (tagged ``hide-input``, titled
+"Check this section's text against this run"), never in a cell that is never shown: the check is
+the evidence for the sentence (``tests/test_book.py`` holds the pages to this).
+
 Every claim is also appended, as one JSON line, to the file named by ``$NLPBOOK_CLAIMS_LOG``
 when it is set, so that a build of the whole book can be summed up afterwards
 (``benchmarks/claims_report.py``).
