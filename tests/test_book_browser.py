@@ -211,6 +211,9 @@ def test_page_has_captioned_figures_and_no_stray_outputs(shown, name):
 def test_equations_tables_and_code_fit_the_column_at_desktop_width(shown, name):
     page = _typeset(shown.page)
     overflowing = page.evaluate("""() => {
+        // measured as a reader sees them opened: the collapsed checks of the text too
+        const closed = [...document.querySelectorAll("main article details:not([open])")];
+        closed.forEach(d => d.open = true);
         const wide = [];
         for (const [kind, selector] of [["equation", "main article mjx-container[display='true']"],
                                         ["table", "main article table"],
@@ -221,6 +224,7 @@ def test_equations_tables_and_code_fit_the_column_at_desktop_width(shown, name):
                               element.innerText.replace(/\\s+/g, " ").slice(0, 80));
             }
         }
+        closed.forEach(d => d.open = false);
         return wide;
     }""")
     assert not overflowing, f"{name}: wider than the column at 1400 px: {overflowing}"
