@@ -116,6 +116,10 @@ def next_sentence_pairs(verses: Verses, n: int, vocabulary: PieceVocabulary, len
     """``n`` NSP inputs: (ids, segments, labels), labels (n,) 1 for IsNext, 0 for NotNext, each
     drawn with probability one half."""
     followed = verses.followed()
+    if len(followed) == 0:
+        raise ValueError("no verse is followed by another of its chapter: no IsNext pair to draw")
+    if bool((verses.chapters == verses.chapters[0]).all()):
+        raise ValueError("every verse is of one chapter: a NotNext verse must come from another")
     first = followed[torch.randint(len(followed), (n,), generator=generator)]
     labels = torch.randint(2, (n,), generator=generator)
     other = torch.randint(len(verses.pieces), (n,), generator=generator)

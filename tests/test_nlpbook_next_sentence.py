@@ -71,6 +71,10 @@ def test_next_sentence_pairs_take_the_next_verse_or_one_of_another_chapter():
         assert a % 10 + 1 < [4, 3, 5][a // 10]  # A is never the last verse of its chapter
     again = next_sentence_pairs(verses, 400, VOCABULARY, 2, torch.Generator().manual_seed(0))
     assert torch.equal(ids, again[0]) and torch.equal(labels, again[2])
+    with pytest.raises(ValueError, match="one chapter"):
+        next_sentence_pairs(made_up_verses(chapters=(5,)), 4, VOCABULARY, 2, torch.Generator())
+    with pytest.raises(ValueError, match="no IsNext"):
+        next_sentence_pairs(made_up_verses(chapters=(1, 1)), 4, VOCABULARY, 2, torch.Generator())
 
 
 def test_paraphrase_pairs_pair_a_verse_with_itself_or_the_next_in_the_other_translation():
