@@ -7,7 +7,7 @@ positions, with segment 0 on ``[CLS]``, A and the first ``[SEP]``, segment 1 on 
 
 - :func:`next_sentence_pairs`: A is a verse, B the verse after it in its chapter (label 1,
   IsNext) or a verse of another chapter of the same translation (label 0, NotNext), half and half.
-- :func:`windows`: the verses run together and cut into short windows ``[CLS] ... [SEP]``, for a first
+- :func:`windows`: the running text cut into short windows ``[CLS] ... [SEP]``, for a first
   phase of masked-LM pretraining before the pairs.
 - :func:`paraphrase_pairs`: A is a verse in one translation, B the same verse in another
   (label 1) or the next verse of the same chapter in the other translation (label 0): a
@@ -100,12 +100,11 @@ def pack(firsts: list[list[int]], seconds: list[list[int]], vocabulary: PieceVoc
     return ids, segments
 
 
-def windows(texts: list[list[int]], vocabulary: PieceVocabulary, width: int) -> torch.Tensor:
-    """(N, width + 2) rows ``[CLS] ... [SEP]``: the texts (tokenizer ids) encoded and run
-    together, then cut into windows of ``width`` pieces (the masked-lm page's inputs); the last
-    piece of text that does not fill a window is left out."""
-    flat = torch.tensor([i for text in texts for i in vocabulary.encode(text)])
-    rows = flat[: len(flat) // width * width].view(-1, width)                    # (N, width)
+def windows(ids: torch.Tensor, vocabulary: PieceVocabulary, width: int) -> torch.Tensor:
+    """(N, width + 2) rows ``[CLS] ... [SEP]``: ``ids`` (the texts run together, already
+    encoded by ``vocabulary``) cut into windows of ``width`` pieces (the masked-lm page's
+    inputs); the last piece of text that does not fill a window is left out."""
+    rows = ids[: len(ids) // width * width].view(-1, width)                      # (N, width)
     cls = torch.full((len(rows), 1), vocabulary.cls)
     sep = torch.full((len(rows), 1), vocabulary.sep)
     return torch.cat([cls, rows, sep], dim=1)                                    # (N, width + 2)
