@@ -70,7 +70,11 @@ class MultiHeadAttention(nn.Module):
     With ``return_probs`` the weights are computed step by step and returned (for plots); otherwise
     PyTorch's fused ``scaled_dot_product_attention`` computes the same function faster.  With a
     ``cache`` (self-attention while generating), the keys and values of earlier tokens come from it
-    and the new tokens' are added to it."""
+    and the new tokens' are added to it.
+
+    ``causal`` says that ``mask`` is ``causal_mask(T)``, T queries over as many keys.  The fused call
+    then builds that pattern itself (``is_causal``) instead of reading the mask, the same function,
+    which lets a GPU use FlashAttention: its kernels take no mask tensor, only this flag."""
 
     def __init__(self, width: int, heads: int, dropout: float = 0.0):
         super().__init__()
@@ -84,13 +88,20 @@ class MultiHeadAttention(nn.Module):
         B, T, _ = x.shape
         return x.view(B, T, self.heads, self.head_width).transpose(1, 2)                 # (B, H, T, Dh)
 
-    def forward(self, query, key, value, mask=None, return_probs: bool = False, cache: KVCache | None = None):
+    def forward(self, query, key, value, mask=None, return_probs: bool = False, cache: KVCache | None = None,
+                causal: bool = False):
         q, k, v = self.split(self.q(query)), self.split(self.k(key)), self.split(self.v(value))  # (B, H, T|S, Dh)
         if cache is not None:
             k, v = cache.extend(k, v)                                                   # (B, H, S, Dh), S = kept + T
+        if causal and q.shape[2] != k.shape[2]:
+            # is_causal aligns the triangle to the first key, so queries after a cache would
+            # lose the kept keys: there the caller's mask (T, S) is the right one
+            raise ValueError(f"causal=True needs as many keys as queries, got {k.shape[2]} keys "
+                             f"for {q.shape[2]} queries; pass the mask instead")
         if not return_probs:  # the same function, fused: the (B, H, T, S) weights never reach memory
-            context = F.scaled_dot_product_attention(q, k, v, attn_mask=mask,
-                                                     dropout_p=self.dropout.p if self.training else 0.0)
+            context = F.scaled_dot_product_attention(q, k, v, attn_mask=None if causal else mask,
+                                                     dropout_p=self.dropout.p if self.training else 0.0,
+                                                     is_causal=causal)
             return self.merge(context)
         scores = q @ k.transpose(-2, -1) / math.sqrt(self.head_width)                   # (B, H, T, S)
         if mask is not None:
@@ -129,14 +140,14 @@ class EncoderLayer(nn.Module):
         self.norm1, self.norm2 = nn.LayerNorm(width), nn.LayerNorm(width)
         self.dropout1, self.dropout2 = nn.Dropout(dropout), nn.Dropout(dropout)
 
-    def attend(self, x, mask, cache=None):
-        return self.dropout1(self.self_attn(x, x, x, mask, cache=cache))
+    def attend(self, x, mask, cache=None, causal=False):
+        return self.dropout1(self.self_attn(x, x, x, mask, cache=cache, causal=causal))
 
-    def forward(self, x, mask=None, cache=None):                                        # (B, T, D)
+    def forward(self, x, mask=None, cache=None, causal=False):                          # (B, T, D)
         if self.norm_first:
-            x = x + self.attend(self.norm1(x), mask, cache)
+            x = x + self.attend(self.norm1(x), mask, cache, causal)
             return x + self.dropout2(self.feed_forward(self.norm2(x)))
-        x = self.norm1(x + self.attend(x, mask, cache))
+        x = self.norm1(x + self.attend(x, mask, cache, causal))
         return self.norm2(x + self.dropout2(self.feed_forward(x)))
 
 
@@ -153,8 +164,8 @@ class DecoderLayer(nn.Module):
         self.norm1, self.norm2, self.norm3 = nn.LayerNorm(width), nn.LayerNorm(width), nn.LayerNorm(width)
         self.dropout1, self.dropout2, self.dropout3 = nn.Dropout(dropout), nn.Dropout(dropout), nn.Dropout(dropout)
 
-    def forward(self, y, memory, self_mask=None, memory_mask=None, cache=None):        # y (B, T, D), memory (B, S, D)
-        self_block = lambda z: self.dropout1(self.self_attn(z, z, z, self_mask, cache=cache))
+    def forward(self, y, memory, self_mask=None, memory_mask=None, cache=None, causal=False):  # y (B, T, D), memory (B, S, D)
+        self_block = lambda z: self.dropout1(self.self_attn(z, z, z, self_mask, cache=cache, causal=causal))
         cross_block = lambda z: self.dropout2(self.cross_attn(z, memory, memory, memory_mask))
         feed_block = lambda z: self.dropout3(self.feed_forward(z))
         for block, norm in ((self_block, self.norm1), (cross_block, self.norm2), (feed_block, self.norm3)):
@@ -257,14 +268,12 @@ class DecoderOnlyLM(nn.Module):
     def forward(self, ids, caches: list[KVCache] | None = None):                       # (B, T)
         """Logits (B, T, V).  With ``caches`` (one per layer), ``ids`` continue the tokens the caches
         hold, and their keys and values are added to them."""
-        x, mask = self.inputs(ids, len(caches[0]) if caches else 0)
+        start = len(caches[0]) if caches else 0
+        x, mask = self.inputs(ids, start)
         x = self.dropout(x)                                                             # (B, T, D)
-        if caches is None:  # the plain call, so that a page's own layer class (mask only) still fits
-            for layer in self.layers:
-                x = layer(x, mask)
-        else:
-            for layer, cache in zip(self.layers, caches):
-                x = layer(x, mask, cache)
+        causal = start == 0  # nothing kept: the mask is the square causal one, fused attention builds it
+        for layer, cache in zip(self.layers, caches or [None] * len(self.layers)):
+            x = layer(x, mask, cache, causal)
         return self.out(self.norm(x))                                                   # (B, T, V)
 
     @torch.no_grad()
@@ -353,7 +362,7 @@ class EncoderDecoder(nn.Module):
         y = self._embed(self.target_embed, target_in, start)                            # (B, T, D)
         self_mask = causal_mask(start + target_in.shape[1], target_in.device)[start:]   # (T, start + T)
         for layer, cache in zip(self.decoder, caches or [None] * len(self.decoder)):
-            y = layer(y, memory, self_mask, memory_mask, cache)
+            y = layer(y, memory, self_mask, memory_mask, cache, causal=start == 0)
         return self.out(self.decoder_norm(y))
 
     def forward(self, source, lengths, target_in):

@@ -138,6 +138,41 @@ def test_attention_maps_are_the_causal_weights_the_forward_pass_uses(norm_first)
         model.attention_maps(torch.zeros(1, 9, dtype=torch.long))
 
 
+def test_causal_flag_is_the_causal_mask_in_values_and_gradients():
+    # causal=True hands the pattern to the fused kernel (is_causal) instead of the mask tensor:
+    # the same function, so outputs and gradients must agree with the mask's.
+    torch.manual_seed(6)
+    attention = MultiHeadAttention(WIDTH, HEADS)
+    x = torch.randn(3, 9, WIDTH, requires_grad=True)
+    results = []
+    for flag in (False, True):
+        out = attention(x, x, x, causal_mask(9), causal=flag)
+        (grad,) = torch.autograd.grad(out.square().sum(), x)
+        results.append((out, grad))
+    (masked, masked_grad), (flagged, flagged_grad) = results
+    assert torch.allclose(masked, flagged, atol=1e-6)
+    assert torch.allclose(masked_grad, flagged_grad, atol=1e-5)
+    # Continuing a cache, the queries are the last of the keys: is_causal would align its
+    # triangle to the first key and hide the kept ones, so the flag is refused there.
+    cache = KVCache()
+    attention(x[:, :5], x[:, :5], x[:, :5], causal_mask(5), cache=cache, causal=True)
+    with pytest.raises(ValueError, match="as many keys as queries"):
+        attention(x[:, 5:6], x[:, 5:6], x[:, 5:6], causal_mask(6)[5:], cache=cache, causal=True)
+
+
+@pytest.mark.parametrize("norm_first", [True, False])
+def test_the_language_model_gives_the_logits_of_its_layers_with_the_mask(norm_first):
+    # DecoderOnlyLM passes causal=True to its layers; written out with the mask tensor instead,
+    # the same layers must give the same logits.
+    torch.manual_seed(7)
+    model = DecoderOnlyLM(11, width=16, heads=2, layers=3, context=8, norm_first=norm_first).eval()
+    ids = torch.randint(0, 11, (2, 8))
+    x, mask = model.inputs(ids)
+    for layer in model.layers:
+        x = layer(x, mask)
+    assert torch.allclose(model(ids), model.out(model.norm(x)), atol=1e-5)
+
+
 def test_the_translator_ignores_source_padding_and_future_targets():
     torch.manual_seed(4)
     model = EncoderDecoder(13, 17, width=16, heads=2, encoder_layers=2, decoder_layers=2, dropout=0.0).eval()
