@@ -192,7 +192,9 @@ def test_train_char_lm_learns_a_periodic_text_with_the_recipe_and_evaluates_on_t
     history = train_char_lm(model, ids, Recipe(lr=1e-2, warmup=5), seconds=1.0, evals=4, batch_size=8, length=16,
                             generator=torch.Generator().manual_seed(0),
                             evaluate=lambda m: {"perplexity": perplexity(m, ids[:50])})
-    assert len(history.steps) == len(history.loss) > 10
+    # How many steps fit in a second depends on the machine and its load (9 once, beside a page
+    # training on both cores): only that it took several and logged each.
+    assert len(history.steps) == len(history.loss) > 1
     assert history.seconds >= 1.0
     curve = list(zip(history.eval_seconds, history.metrics["perplexity"]))
     assert 1 <= len(curve) <= 5 and curve[-1][0] == history.seconds
