@@ -173,6 +173,25 @@ def test_the_language_model_gives_the_logits_of_its_layers_with_the_mask(norm_fi
     assert torch.allclose(model(ids), model.out(model.norm(x)), atol=1e-5)
 
 
+def test_the_language_model_hands_the_causal_pattern_to_the_fused_attention(monkeypatch):
+    # What lets a GPU use FlashAttention: no mask tensor and is_causal=True, for training and for
+    # reading a prompt; the mask again for the tokens read one by one after a cache.
+    calls = []
+    fused = F.scaled_dot_product_attention
+
+    def spy(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, **kwargs):
+        calls.append((attn_mask is None, is_causal, q.shape[2], k.shape[2]))
+        return fused(q, k, v, attn_mask=attn_mask, dropout_p=dropout_p, is_causal=is_causal, **kwargs)
+
+    monkeypatch.setattr(F, "scaled_dot_product_attention", spy)
+    model = DecoderOnlyLM(11, width=16, heads=2, layers=2, context=8).eval()
+    model(torch.randint(0, 11, (2, 6)))
+    assert calls == [(True, True, 6, 6)] * 2
+    calls.clear()
+    model.generate(torch.randint(0, 11, (1, 3)), 2, generator=torch.Generator().manual_seed(0))
+    assert calls == [(True, True, 3, 3)] * 2 + [(False, False, 1, 4)] * 2
+
+
 def test_the_translator_ignores_source_padding_and_future_targets():
     torch.manual_seed(4)
     model = EncoderDecoder(13, 17, width=16, heads=2, encoder_layers=2, decoder_layers=2, dropout=0.0).eval()
