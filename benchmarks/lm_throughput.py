@@ -9,7 +9,8 @@ bfloat16 autocast on a GPU, float32 on a CPU), one step at a time as the pages t
 - ``GPT-2``: ``transformers``' ``GPT2LMHeadModel`` built from a ``GPT2Config`` of the same shape
   (random weights, nothing downloaded, PyTorch's fused attention), the reference;
 - ``ours``: ``nlpbook.transformer.DecoderOnlyLM`` (pre-LN, GPT-2's initialisation, tied embeddings,
-  no dropout);
+  no dropout; its fused attention takes ``is_causal`` rather than a mask, so a GPU may use
+  FlashAttention, as the reference's may);
 - ``LSTM``: ``nlpbook.charlm.CharRNN`` with an LSTM cell, as many weights as ours.
 
 It prints tokens a second (input positions trained on), the model's FLOPs a second (6 per
