@@ -17,7 +17,9 @@ packages the course reads its data from, and it cannot install them.  So the run
    translations the pages use, the MiniLM vocabulary).
 2. ``run``, on the GPU machine, executes each page's cells one after another in a fresh Python
    process, in the page's folder (``--jobs N`` pages at once, the GPU and the cores shared, the
-   longest pages of the last record first; ``plan`` prints what that should take), with ``NLPBOOK_PROFILE=full``.  ``myst_nb.glue`` and
+   longest pages of the last record first, or with ``--in-order`` in the order given, most wanted
+   first, so that a deadline too short for all of them cuts the least wanted; ``plan`` prints
+   what that should take), with ``NLPBOOK_PROFILE=full``.  ``myst_nb.glue`` and
    ``IPython.display.Markdown`` are stood in for by recorders, the data loaders read the bundle,
    ``plt.show`` saves the figure, and a claim that does not hold is recorded instead of stopping
    the page (so that one sentence to reword does not cost the rest of a scarce GPU run).  Pages
@@ -287,19 +289,29 @@ def run_page(page: str, bundle: Path, out: Path) -> None:
 
 # --- there: every page, within the deadline ------------------------------------------------------
 
+def start_order(pages: list[str], jobs: int, in_order: bool, known: dict[str, float],
+                unknown: float = 0.0) -> list[str]:
+    """The order in which pages start: as given with one job or ``in_order`` (the most wanted
+    first, so that a deadline too short for all of them cuts the least wanted), otherwise
+    longest first by ``known`` seconds (``unknown`` for a page never recorded), which packs
+    the lanes best when all of them fit."""
+    if jobs == 1 or in_order:
+        return list(pages)
+    return sorted(pages, key=lambda page: -known.get(page, unknown))
+
+
 def run(bundle: Path, out: Path, pages: list[str], deadline: float, profile: str, least: float,
-        jobs: int = 1) -> int:
-    """Run ``pages`` (``jobs`` at a time, longest first by the last record), each in its own
-    process, none started with under ``least`` seconds before the ``deadline``."""
+        jobs: int = 1, in_order: bool = False) -> int:
+    """Run ``pages`` (``jobs`` at a time, in :func:`start_order`), each in its own process, none
+    started with under ``least`` seconds before the ``deadline``."""
     from concurrent.futures import ThreadPoolExecutor
 
     out.mkdir(parents=True, exist_ok=True)
     (out / "logs").mkdir(exist_ok=True)
     end = time.monotonic() + deadline
     threads = max(1, (os.cpu_count() or 1) // jobs)
-    if jobs > 1:
-        known = recorded_seconds()
-        pages = sorted(pages, key=lambda page: -known.get(page, 0.0))
+    if jobs > 1 and not in_order:  # the record is read only to sort by it
+        pages = start_order(pages, jobs, in_order=False, known=recorded_seconds())
 
     def one(page: str) -> dict:
         left = end - time.monotonic()
@@ -357,12 +369,13 @@ def recorded_seconds() -> dict[str, float]:
     return {run.page: run.seconds for run in full_profile_runs()}
 
 
-def plan(pages: list[str], jobs: int, unknown: float) -> float:
-    """Print the device time the pages should take ``jobs`` at a time (longest first, each page as
-    long as its last record says, ``unknown`` seconds where it has none) and return it."""
+def plan(pages: list[str], jobs: int, unknown: float, in_order: bool = False) -> float:
+    """Print the device time the pages should take ``jobs`` at a time (in :func:`start_order`,
+    each page as long as its last record says, ``unknown`` seconds where it has none) and
+    return it."""
     known = recorded_seconds()
     lanes = [0.0] * jobs
-    for page in sorted(pages, key=lambda page: -known.get(page, unknown)):
+    for page in start_order(pages, jobs, in_order, known, unknown):
         seconds = known.get(page, unknown)
         lane = lanes.index(min(lanes))
         lanes[lane] += seconds
@@ -411,6 +424,7 @@ def main(argv: list[str] | None = None) -> int:
     planning.add_argument("pages", nargs="+")
     planning.add_argument("--jobs", type=int, default=1)
     planning.add_argument("--unknown", type=float, default=120, help="seconds to assume for a page never recorded")
+    planning.add_argument("--in-order", action="store_true", help="start the pages in the order given")
     for verb in ("prepare", "run", "page"):
         sub = verbs.add_parser(verb)
         sub.add_argument("pages", nargs="+", help="pages as CHAPTER/STEM, e.g. 05-transformers/language-model")
@@ -422,17 +436,20 @@ def main(argv: list[str] | None = None) -> int:
             sub.add_argument("--least", type=float, default=60, help="start a page only with this many seconds left")
             sub.add_argument("--profile", default="full", help="quick, to try the run on a CPU first")
             sub.add_argument("--jobs", type=int, default=1, help="pages run side by side")
+            sub.add_argument("--in-order", action="store_true",
+                             help="start the pages in the order given, most wanted first, not longest first")
     recording = verbs.add_parser("record")
     recording.add_argument("summary", type=Path)
     recording.add_argument("--into", type=Path, help="the record to update (default: the book's)")
     recording.add_argument("--log", type=Path, help="the run's log.txt, to keep what each page printed")
     args = parser.parse_args(argv)
     if args.verb == "plan":
-        plan(args.pages, args.jobs, args.unknown)
+        plan(args.pages, args.jobs, args.unknown, args.in_order)
     elif args.verb == "prepare":
         prepare(args.bundle, args.pages)
     elif args.verb == "run":
-        return run(args.bundle, args.out, args.pages, args.deadline, args.profile, args.least, args.jobs)
+        return run(args.bundle, args.out, args.pages, args.deadline, args.profile, args.least, args.jobs,
+                   args.in_order)
     elif args.verb == "page":
         run_page(args.pages[0], args.bundle, args.out)
     else:

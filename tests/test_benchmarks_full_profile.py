@@ -85,3 +85,15 @@ def test_record_keeps_finished_pages_replaces_older_runs_and_skips_the_rest(tmp_
     assert kept["05-a/x"]["printed"] == "--- a sample\nand he said" and kept["06-b/y"]["printed"] == ""
     assert "status" not in kept["05-a/x"] and "figures" not in kept["05-a/x"]
     assert "06-b/y: cut off, not recorded" in capsys.readouterr().out
+
+
+def test_pages_start_longest_first_or_in_the_order_given():
+    pages = ["a/wanted", "b/short", "c/long", "d/never-run"]
+    known = {"b/short": 30.0, "c/long": 200.0}
+    # Side by side, longest first packs the lanes; a page never recorded counts as `unknown`.
+    assert full_profile.start_order(pages, 2, False, known) == ["c/long", "b/short", "a/wanted", "d/never-run"]
+    assert full_profile.start_order(pages, 2, False, known, unknown=120) == [
+        "c/long", "a/wanted", "d/never-run", "b/short"]
+    # In order (a lease too short for every page), or one at a time: as given.
+    assert full_profile.start_order(pages, 2, True, known) == pages
+    assert full_profile.start_order(pages, 1, False, known) == pages
