@@ -59,6 +59,10 @@ class PieceVocabulary:
     def encode(self, ids: list[int]) -> list[int]:
         return [self.compact.get(i, self.unk) for i in ids]
 
+    def running(self, texts: list[list[int]]) -> torch.Tensor:
+        """(N,) the texts (tokenizer ids) encoded and run together, as :func:`windows` cuts them."""
+        return torch.tensor([i for text in texts for i in self.encode(text)])
+
 
 @dataclass(frozen=True)
 class Verses:
@@ -76,7 +80,7 @@ class Verses:
             if verse.text and corpora.bible_split(verse.book, verse.chapter) == split:
                 chapters.append(numbers.setdefault((verse.book, verse.chapter), len(numbers)))
                 keys.append((verse.book, verse.chapter, verse.verse))
-                pieces.append([tokenizer.token_id(p) for p in tokenizer.tokenize(verse.text)])
+                pieces.append(tokenizer.ids(verse.text))
         return cls(torch.tensor(chapters), keys, pieces)
 
     def followed(self) -> torch.Tensor:

@@ -127,12 +127,16 @@ class WordPieceTokenizer:
     def tokenize(self, text: str) -> list[str]:
         return [piece for word in basic_tokenize(text) for piece in wordpiece(word, self.vocab)]
 
+    def ids(self, text: str) -> list[int]:
+        """The ids of ``text``'s pieces, without ``[CLS]`` and ``[SEP]``."""
+        return [self.vocab[p] for p in self.tokenize(text)]
+
     def encode(self, text: str, pair: str | None = None, max_length: int = 512) -> tuple[list[int], list[int]]:
         """``[CLS] text [SEP]`` (and ``pair [SEP]``) as ids, with the segment (token type) of each:
         0 for the first sentence, 1 for the second.  Longer inputs are cut to ``max_length``,
         taking pieces from the longer sentence first, as BERT's tokenizer does."""
-        first = [self.vocab[p] for p in self.tokenize(text)]
-        second = [self.vocab[p] for p in self.tokenize(pair)] if pair is not None else []
+        first = self.ids(text)
+        second = self.ids(pair) if pair is not None else []
         budget = max_length - (3 if pair is not None else 2)
         while len(first) + len(second) > budget:
             (first if len(first) >= len(second) else second).pop()

@@ -53,8 +53,8 @@ def test_pack_lays_out_cls_a_sep_b_sep_then_padding_with_segments():
 
 
 def test_windows_cut_the_running_text_between_cls_and_sep():
-    texts = [[10, 11, 12], [13, 5], [14, 15, 16]]
-    ids = torch.tensor([i for text in texts for i in VOCABULARY.encode(text)])
+    ids = VOCABULARY.running([[10, 11, 12], [13, 5], [14, 15, 16]])
+    assert ids.tolist() == [10, 11, 12, 13, 4, 14, 15, 16]
     rows = windows(ids, VOCABULARY, width=3)
     # 5 is not in the vocabulary: [UNK]; the last two pieces do not fill a window
     assert rows.tolist() == [[1, 10, 11, 12, 2], [1, 13, 4, 14, 2]]

@@ -68,6 +68,12 @@ def test_encode_and_batch_match_transformers_with_pairs_and_truncation(tokenizer
         tokenizer.batch(texts, pairs[:1])
 
 
+def test_ids_are_the_pieces_between_cls_and_sep(tokenizer):
+    text = "Tokenization is unaffable"
+    ids, _ = tokenizer.encode(text)
+    assert tokenizer.ids(text) == ids[1:-1] == [tokenizer.token_id(p) for p in tokenizer.tokenize(text)]
+
+
 def test_decode_glues_continuation_pieces(tokenizer):
     ids, _ = tokenizer.encode("Tokenization is unaffable")
     assert tokenizer.decode(ids[1:-1]) == "tokenization is unaffable"
