@@ -310,8 +310,7 @@ def run(bundle: Path, out: Path, pages: list[str], deadline: float, profile: str
     (out / "logs").mkdir(exist_ok=True)
     end = time.monotonic() + deadline
     threads = max(1, (os.cpu_count() or 1) // jobs)
-    if jobs > 1 and not in_order:  # the record is read only to sort by it
-        pages = start_order(pages, jobs, in_order=False, known=recorded_seconds())
+    pages = start_order(pages, jobs, in_order, recorded_seconds())
 
     def one(page: str) -> dict:
         left = end - time.monotonic()
