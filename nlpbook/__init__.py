@@ -8,7 +8,7 @@ language models with.  It never holds the solution of an exercise.
 from nlpbook.device import get_device
 from nlpbook.seed import seed_everything
 from nlpbook.profile import PROFILES, current_profile, choose
-from nlpbook.claims import agreement, claim, choose_words, counted
+from nlpbook.claims import agreement, claim, choose_words, counted, listed
 from nlpbook.timing import duration, time_call
 from nlpbook.notebook import add_to_class
 from nlpbook.recipe import Recipe
@@ -38,6 +38,7 @@ __all__ = [
     "choose_words",
     "claim",
     "counted",
+    "listed",
     "current_profile",
     "duration",
     "get_device",

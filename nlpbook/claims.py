@@ -83,6 +83,14 @@ def counted(number: int, noun: str, plural: str | None = None) -> str:
     return f"{number} {noun if number == 1 else plural or noun + 's'}"
 
 
+def listed(items) -> str:
+    """Items in a sentence: "a", "a and b", "a, b and c"."""
+    items = list(items)
+    if not items:
+        raise ValueError("listed() needs at least one item")
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
 def agreement(difference: float) -> str:
     """How two computations agree, for a sentence: "exactly" or "to within 3e-07".
 

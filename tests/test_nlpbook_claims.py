@@ -47,6 +47,14 @@ def test_choose_words_picks_the_wording_of_the_result():
     assert claims.choose_words(1 > 2, "ahead", "behind") == "behind"
 
 
+def test_listed_joins_items_as_a_sentence_does():
+    assert claims.listed(["the RNN"]) == "the RNN"
+    assert claims.listed(["the RNN", "the LSTM"]) == "the RNN and the LSTM"
+    assert claims.listed(iter(["a", "b", "c"])) == "a, b and c"
+    with pytest.raises(ValueError):
+        claims.listed([])
+
+
 def test_counted_agrees_in_number():
     assert claims.counted(1, "seed") == "1 seed"
     assert claims.counted(3, "seed") == "3 seeds"
