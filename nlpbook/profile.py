@@ -40,9 +40,28 @@ def choose(*, quick: T, standard: T, full: T | None = None) -> T:
 
         steps = nlpbook.choose(quick=50, standard=2_000, full=20_000)
     """
+    _check_same_settings(quick=quick, standard=standard, full=full)
     profile = current_profile()
     if profile == "quick":
         return quick
     if profile == "full" and full is not None:
         return full
     return standard
+
+
+def _check_same_settings(**values) -> None:
+    """Settings given as dicts must name the same keys in every profile.
+
+    Only the active profile's dict is ever read, so a key added to ``quick`` and ``standard``
+    but not to ``full`` would otherwise surface only on a GPU, the scarcest run there is;
+    checking here turns it into an error in CI's quick run of the page.
+    """
+    dicts = {name: value for name, value in values.items() if isinstance(value, dict)}
+    if len(dicts) < 2:
+        return
+    every_key = set().union(*dicts.values())
+    missing = {name: sorted(every_key - value.keys(), key=str) for name, value in dicts.items()}
+    missing = {name: keys for name, keys in missing.items() if keys}
+    if missing:
+        said = "; ".join(f"{name} lacks {', '.join(map(repr, keys))}" for name, keys in missing.items())
+        raise ValueError(f"nlpbook.choose: the profiles' settings differ in their keys ({said})")
