@@ -60,8 +60,7 @@ def _check_same_settings(**values) -> None:
     if len(dicts) < 2:
         return
     every_key = set().union(*dicts.values())
-    missing = {name: sorted(every_key - value.keys(), key=str) for name, value in dicts.items()}
-    missing = {name: keys for name, keys in missing.items() if keys}
-    if missing:
-        said = "; ".join(f"{name} lacks {', '.join(map(repr, keys))}" for name, keys in missing.items())
+    said = "; ".join(f"{name} lacks {', '.join(map(repr, sorted(every_key - value.keys(), key=str)))}"
+                     for name, value in dicts.items() if every_key - value.keys())
+    if said:
         raise ValueError(f"nlpbook.choose: the profiles' settings differ in their keys ({said})")
