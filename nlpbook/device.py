@@ -29,6 +29,19 @@ def get_device(prefer: str | None = None) -> torch.device:
     return torch.device("cuda" if torch.cuda.is_available() else "cpu")
 
 
+def describe(device: torch.device) -> str:
+    """The device in words for a sentence about a timing: "2 CPU threads" or "one NVIDIA H200".
+
+    A sentence such as "in 100 s on two CPU cores" is false on every other machine; pages glue
+    this instead, so that it names the machine the build ran on."""
+    if device.type == "cuda":
+        return f"one {torch.cuda.get_device_name(device)}"
+    if device.type == "cpu":
+        threads = torch.get_num_threads()
+        return f"{threads} CPU thread{'' if threads == 1 else 's'}"
+    return f"the {device.type} device"
+
+
 @contextlib.contextmanager
 def cpu_threads(count: int):
     """Run the block with PyTorch's CPU thread pool at ``count`` threads, then restore it.

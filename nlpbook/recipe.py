@@ -1,8 +1,9 @@
 """The book's training recipe: how every language model and BERT of chapters 5 and 6 is trained.
 
-A comparison between two models is only as good as the training each got.  The recipe is the
-one GPT-2 and BERT reproductions (nanoGPT among them) converged on, so that a race between a
-Transformer and an LSTM compares the models, not one model's luck with its settings:
+A comparison between two models is only as good as the training each got.  The recipe is
+GPT-3's, as nanoGPT uses it to reproduce GPT-2 (beta2 0.95, weight decay 0.1, cosine to a tenth;
+the BERT pages pass BERT's own beta2 and decay), so that a race between a Transformer and an LSTM
+compares the models, not one model's luck with its settings:
 
 - **AdamW** (Loshchilov and Hutter) with weight decay on the matrices only: the weights of linear
   maps and embedding tables shrink towards zero, biases and LayerNorm gains do not (decaying a

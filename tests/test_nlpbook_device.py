@@ -35,3 +35,12 @@ def test_cpu_threads_sets_the_pool_for_the_block_and_restores_it_even_on_error()
     with pytest.raises(ValueError, match="at least 1"):
         with cpu_threads(0):
             pass
+
+
+def test_describe_names_the_cpu_threads_in_the_right_number():
+    from nlpbook.device import cpu_threads, describe
+    with cpu_threads(1):
+        assert describe(torch.device("cpu")) == "1 CPU thread"
+    with cpu_threads(2):
+        assert describe(torch.device("cpu")) == "2 CPU threads"
+    assert describe(torch.device("meta")) == "the meta device"
