@@ -6,6 +6,8 @@ import os
 
 import torch
 
+from nlpbook.claims import counted
+
 DEVICE_VARIABLE = "NLPBOOK_DEVICE"
 
 
@@ -37,8 +39,7 @@ def describe(device: torch.device) -> str:
     if device.type == "cuda":
         return f"one {torch.cuda.get_device_name(device)}"
     if device.type == "cpu":
-        threads = torch.get_num_threads()
-        return f"{threads} CPU thread{'' if threads == 1 else 's'}"
+        return counted(torch.get_num_threads(), "CPU thread")
     return f"the {device.type} device"
 
 
