@@ -7,6 +7,7 @@ scored here (``scored_perplexity``, ``scored_transformer_perplexity``), in the g
 """
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass
 from functools import lru_cache
@@ -135,6 +136,18 @@ def random_window_stream(train_ids: torch.Tensor, batch_size: int, length: int,
     """Batches of ``batch_size`` random windows of ``length + 1`` characters, without end."""
     while True:
         yield random_windows(train_ids, batch_size, length, generator)
+
+
+def staged_window_stream(train_ids: torch.Tensor, stages: list[tuple[int | None, int, int]],
+                         generator: torch.Generator) -> Iterator[torch.Tensor]:
+    """Random windows in stages, short ones first (Press et al.'s staged training): ``stages`` is a
+    list of (steps, batch_size, length), each stage giving ``steps`` batches of ``batch_size``
+    windows of ``length + 1`` characters; the last stage's steps may be None, for without end."""
+    if any(steps is None for steps, _, _ in stages[:-1]):
+        raise ValueError(f"only the last stage may run without end, got {stages}")
+    for steps, batch_size, length in stages:
+        batches = random_window_stream(train_ids, batch_size, length, generator)
+        yield from (batches if steps is None else itertools.islice(batches, steps))
 
 
 def train_char_lm(model: nn.Module, train_ids: torch.Tensor, recipe: Recipe, *, batch_size: int, length: int,

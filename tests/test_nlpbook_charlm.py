@@ -6,7 +6,7 @@ import torch.nn as nn
 
 from nlpbook.charlm import (CharRNN, bible_char_data, curve_by_characters, generate, loss_by_position, next_char_loss, perplexity,
                             next_char_losses, train_char_lm,
-                            random_windows, scored_perplexity, char_rnn_state, scored_transformer_perplexity, sequential_batches)
+                            random_windows, scored_perplexity, staged_window_stream, char_rnn_state, scored_transformer_perplexity, sequential_batches)
 from nlpbook.recipe import Recipe
 from nlpbook.train import History
 from nlpbook.transformer import DecoderOnlyLM
@@ -28,6 +28,21 @@ def test_random_windows_reach_both_ends_of_the_text():
     assert {int(w[0]) for w in windows} == {0, 1}
     assert int(windows[:, -1].max()) == 10
     assert random_windows(torch.arange(10), 3, 9, torch.Generator()).shape == (3, 10)  # exactly one window
+
+
+def test_staged_windows_come_short_first_then_long_without_end():
+    ids = torch.arange(1000)
+    stream = staged_window_stream(ids, [(3, 8, 16), (None, 2, 64)], torch.Generator().manual_seed(0))
+    shapes = [tuple(next(stream).shape) for _ in range(10)]
+    assert shapes == [(8, 17)] * 3 + [(2, 65)] * 7
+    # the same generator draws the same windows as the plain stream, stage by stage
+    plain = random_windows(ids, 8, 16, torch.Generator().manual_seed(0))
+    staged = next(staged_window_stream(ids, [(1, 8, 16), (None, 2, 64)], torch.Generator().manual_seed(0)))
+    assert torch.equal(plain, staged)
+    finite = staged_window_stream(ids, [(2, 4, 8), (1, 1, 32)], torch.Generator())
+    assert [tuple(w.shape) for w in finite] == [(4, 9), (4, 9), (1, 33)]
+    with pytest.raises(ValueError, match="only the last stage"):
+        next(staged_window_stream(ids, [(None, 4, 8), (1, 1, 32)], torch.Generator()))
 
 
 @pytest.mark.parametrize("cell", ["rnn", "lstm"])
