@@ -51,6 +51,13 @@ def false_positive_rate(n: int, m: int | None = None) -> float:
     return min(1.0, 2 / math.comb(n + m, n))
 
 
+def chance_words(rate: float) -> str:
+    """A false-positive rate as the pages write it: 0.1 -> "one time in 10"."""
+    if not 0 < rate <= 1:
+        raise ValueError(f"a false-positive rate is in (0, 1], got {rate}")
+    return f"one time in {round(1 / rate)}"
+
+
 @dataclass(frozen=True)
 class Verdict:
     """``word`` ("ahead", "level" or "behind") of the first result against the second, and the chance

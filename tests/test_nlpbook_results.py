@@ -6,7 +6,7 @@ import pytest
 import torch
 from IPython.lib.pretty import pretty
 
-from nlpbook.results import NO_VERDICT, Runs, Table, false_positive_rate, speed_verdict, verdict_table
+from nlpbook.results import NO_VERDICT, Runs, Table, chance_words, false_positive_rate, speed_verdict, verdict_table
 
 
 def test_runs_are_written_as_the_book_writes_a_result_over_seeds():
@@ -70,6 +70,14 @@ def test_the_false_positive_rates_the_docstring_states():
     assert false_positive_rate(5, 5) == pytest.approx(1 / 126)
     assert false_positive_rate(3) == pytest.approx(1 / 4) and false_positive_rate(5) == pytest.approx(1 / 16)
     assert Runs([1, 2, 3]).versus(Runs([4, 5, 6])).false_positive_rate == pytest.approx(0.1)
+
+
+def test_a_false_positive_rate_is_written_as_one_time_in_n():
+    assert chance_words(false_positive_rate(2, 2)) == "one time in 3"
+    assert chance_words(false_positive_rate(3, 3)) == "one time in 10"
+    assert chance_words(1.0) == "one time in 1"
+    with pytest.raises(ValueError, match="false-positive rate"):
+        chance_words(0.0)
 
 
 @pytest.mark.parametrize("n, m", [(2, 2), (3, 3), (3, 5)])
