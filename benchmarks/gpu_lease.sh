@@ -13,6 +13,10 @@
 # between calls).  What comes back is $OUT/results.tgz and the logs; `record` files them here:
 #
 #   bash benchmarks/gpu_lease.sh record DIR   # DIR: where the device tool put $OUT's files
+#
+# and before it, here, after changes to the pages or to what they import:
+#
+#   bash benchmarks/gpu_lease.sh rehearse     # all of `main` in quick, in a lent-machine-shaped venv
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PROFILE=${PROFILE:-full}
@@ -101,6 +105,33 @@ main)
     tar czf "$OUT/results.tgz" -C /tmp lease
     ls -la "$OUT"
     ;;
+rehearse)
+    # Here, before a lease (about 10 minutes on 2 cores): what `main` runs, in quick, in a Python
+    # environment shaped like the lent machine (PyTorch, NumPy, matplotlib, transformers, pytest,
+    # scipy, gensim: nothing else) with the carried packages on PYTHONPATH, as `main` puts them.
+    R=${REHEARSAL:-/tmp/lent-like}
+    [ -x "$R/venv/bin/python" ] || { $PYTHON -m venv "$R/venv" && "$R/venv/bin/pip" install -q torch==2.13.0 \
+        $(grep -iE "^(numpy|matplotlib|transformers|pytest|scipy|gensim|smart.open)==" requirements.txt); }
+    rm -rf "$R/wheels" "$R/site" "$R/out" "$R/bundle" && mkdir -p "$R/wheels"
+    # the pinned wheels of `prepare` and CARRIED, for this machine's Python instead of 3.12
+    pins=$(grep -oE "\b[A-Za-z][A-Za-z0-9_.-]*==[0-9][A-Za-z0-9.]*" "$0" | grep -viE "^(gensim|smart_open|torch)==")
+    $PYTHON -m pip download -q --no-deps --only-binary=:all: -d "$R/wheels" $pins \
+        $(grep -iE "^($CARRIED)==" requirements.txt)
+    "$R/venv/bin/pip" install -q --no-index --no-deps --target "$R/site" "$R"/wheels/*.whl
+    grep -lE "choose\(|seconds=" book/*/*.md | sed 's#book/##; s#\.md$##' > "$R/pages.txt"
+    $PYTHON benchmarks/full_profile.py prepare --bundle "$R/bundle" $(cat "$R/pages.txt")
+    cp "$($PYTHON -c "from nlpbook import bert; print(bert.minilm_path() / 'model.safetensors')")" "$R/bundle/minilm/"
+    export PYTHONPATH="$R/site:$PWD"
+    lent="$R/venv/bin/python"
+    (cd benchmarks && $lent lm_throughput.py --sizes quick --steps 3) | tail -n 3
+    $lent benchmarks/lm_scaling.py prepare --data "$R/scaling.pt" --bundle "$R/bundle"
+    $lent benchmarks/lm_scaling.py run --data "$R/scaling.pt" --out "$R/scaling.json" --sizes XS --seeds 0 \
+        --steps 20 --batch 4 --context 64 --evals 2 --jobs 1 --deadline 200 | tail -n 3
+    $lent benchmarks/full_profile.py run --bundle "$R/bundle" --out "$R/out" --profile quick --deadline 1500 \
+        --jobs 2 $(cat "$R/pages.txt") | grep -vE "^  " || true
+    $lent benchmarks/solution_suite.py --profile quick --jobs 2 --bundle "$R/bundle" --json "$R/solutions.json" \
+        | tail -n 9
+    ;;
 record)
     dir=${2:?the folder the device tool put the files in}
     tmp=$(mktemp -d) && tar xzf "$dir/results.tgz" -C "$tmp"
@@ -111,5 +142,5 @@ record)
     echo "unpacked in $tmp"
     ;;
 *)
-    sed -n '2,17p' "$0"; exit 2 ;;
+    sed -n '2,19p' "$0"; exit 2 ;;
 esac
