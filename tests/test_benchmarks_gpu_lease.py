@@ -42,10 +42,11 @@ def normal(name: str) -> str:
 
 
 def carried() -> set[str]:
-    """Every distribution the lease script downloads: the pinned names and the CARRIED list."""
+    """Every distribution the lease script downloads: the pinned names and the CARRIED list.  The
+    rehearsal pins torch for its own environment; the lent machine has torch and what it needs."""
     pinned = re.findall(r"\b([A-Za-z][A-Za-z0-9_.-]*)==[0-9]", LEASE)
     listed = re.search(r'^CARRIED="([^"]+)"', LEASE, re.MULTILINE).group(1).split("|")
-    return {normal(name) for name in pinned + listed}
+    return {normal(name) for name in pinned + listed} - LENT_MACHINE_HAS
 
 
 def imported_modules(sources) -> set[str]:
