@@ -46,7 +46,8 @@ STOP_KEY = "autograder_stop"
 class Stop:
     """Why a notebook stopped before its last cell: ``kind`` is ``"died"`` (the kernel exited or was
     killed), ``"cell-timeout"`` (a cell ignored the interrupt at its limit) or ``"notebook-timeout"``;
-    ``cell`` the index of the cell that was running (None past the notebook's limit), ``reason`` in words."""
+    ``cell`` the index of the cell that was running (None when the notebook's limit fell between cells),
+    ``reason`` in words."""
 
     kind: str
     cell: int | None
@@ -175,14 +176,21 @@ class SandboxedExecute(Execute):
             cell.outputs = [_error("NotRun", f"not run: {self._stopped.reason}")]
             return cell, resources
         self.timeout = max(1, min(self._cell_timeout, int(self._deadline - time.monotonic()) + 1))
+        # A cell whose limit is the rest of the notebook's time was stopped by the notebook's limit,
+        # even when the kernel is slow to answer the interrupt (a busy machine): say so.
+        notebook_limit = self.timeout < self._cell_timeout
         try:
             return super().preprocess_cell(cell, resources, index)
         except DeadKernelError:
             self._stop(Stop("died", index, f"the kernel died while cell {index} ran ({self._exit_status()})"),
                        kill=False)
         except CellTimeoutError:
-            self._stop(Stop("cell-timeout", index,
-                            f"cell {index} ran past its time limit of {self.timeout} s and ignored the interrupt"))
+            if notebook_limit:
+                self._stop(Stop("notebook-timeout", index,
+                                f"the notebook ran past its time limit of {self.notebook_timeout} s in cell {index}"))
+            else:
+                self._stop(Stop("cell-timeout", index,
+                                f"cell {index} ran past its time limit of {self.timeout} s and ignored the interrupt"))
         cell.outputs.append(_error("KernelStopped", self._stopped.reason))
         return cell, resources
 
