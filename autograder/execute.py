@@ -34,7 +34,7 @@ from traitlets.config import Config
 
 from autograder import sandbox
 from autograder.course import REPO_ROOT
-from autograder.verdicts import overflow_record
+from autograder.verdicts import KERNEL_STOPPED, NOT_RUN, overflow_record
 from nlpbook.checks import CHECK_MIME, GRADING_ENV
 
 # The notebook metadata key where SandboxedExecute records why it stopped a notebook early (a
@@ -173,7 +173,7 @@ class SandboxedExecute(Execute):
             self._stop(Stop("notebook-timeout", None,
                             f"the notebook ran past its time limit of {self.notebook_timeout} s"))
         if self._stopped is not None:
-            cell.outputs = [_error("NotRun", f"not run: {self._stopped.reason}")]
+            cell.outputs = [_error(NOT_RUN, f"not run: {self._stopped.reason}")]
             return cell, resources
         self.timeout = max(1, min(self._cell_timeout, int(self._deadline - time.monotonic()) + 1))
         # A cell whose limit is the rest of the notebook's time was stopped by the notebook's limit,
@@ -191,7 +191,7 @@ class SandboxedExecute(Execute):
             else:
                 self._stop(Stop("cell-timeout", index,
                                 f"cell {index} ran past its time limit of {self.timeout} s and ignored the interrupt"))
-        cell.outputs.append(_error("KernelStopped", self._stopped.reason))
+        cell.outputs.append(_error(KERNEL_STOPPED, self._stopped.reason))
         return cell, resources
 
     def _exit_status(self) -> str:

@@ -28,6 +28,9 @@ HIDDEN_MARKER = "### BEGIN HIDDEN TESTS"
 NBGRADER_RULES = "nbgrader-rules"
 HIDDEN_PASSED = "Hidden tests passed."
 FAILED = "TestFailed"
+# The errors the grader's execution step (autograder.execute) writes into the cells of a notebook it
+# stopped: the cell that was running, and every cell after it.
+KERNEL_STOPPED, NOT_RUN = "KernelStopped", "NotRun"
 
 
 def is_test_cell(cell) -> bool:
@@ -116,10 +119,18 @@ def _judge_score(reference: dict, student: dict) -> str | None:
                          reference.get("hint") or "")
 
 
-def judge(reference: list[dict], student: list) -> str | None:
-    """Compare a test cell's records with the reference's: ``None`` if every check passes."""
+def judge(reference: list[dict], student: list, stopped: str | None = None) -> str | None:
+    """Compare a test cell's records with the reference's: ``None`` if every check passes.
+
+    ``stopped`` is why the grader stopped the notebook before this cell's end, if it did:
+    then missing checks are put down to that, not to an error in the student's code.
+    """
     for index, expected in enumerate(reference):
         if index >= len(student):
+            if stopped and not student:
+                return f"not run: {stopped}"
+            if stopped:
+                return f"only {len(student)} of {len(reference)} checks ran before the notebook stopped: {stopped}"
             return (f"only {len(student)} of {len(reference)} checks ran; the next one is "
                     f"'{expected['name']}' (an error in your code stopped the test?)")
         problem = _judge_one(expected, student[index])
@@ -135,10 +146,16 @@ class TrustedVerdicts(NbGraderPreprocessor):
 
     reference_dir = Unicode("", help="Folder of NOTEBOOK.json files: the solution's records by grade id.").tag(
         config=True)
+    _stop_reason: str | None = None  # set per notebook by preprocess
 
     def preprocess(self, nb, resources):
+        from autograder.execute import STOP_KEY  # here: autograder.execute imports this module
+
         path = Path(self.reference_dir) / f"{resources['unique_key']}.json"
         self._reference = json.loads(path.read_text(encoding="utf-8"))
+        # Why the grader stopped the notebook early, from its own record (a submission's is removed
+        # before it runs): the cells it stopped say so instead of guessing at an error.
+        self._stop_reason = (nb.metadata.get(STOP_KEY) or {}).get("reason")
         return super().preprocess(nb, resources)
 
     def preprocess_cell(self, cell, resources, cell_index):
@@ -157,8 +174,9 @@ class TrustedVerdicts(NbGraderPreprocessor):
             if hidden:
                 cell.outputs = _hidden_outputs(cell.outputs)
             return cell, resources
-        problem = "no reference records for this test" if reference is None else judge(reference, records)
         errors = [o for o in cell.outputs if o.output_type == "error"]
+        stopped = self._stop_reason if any(o.ename in (KERNEL_STOPPED, NOT_RUN) for o in errors) else None
+        problem = "no reference records for this test" if reference is None else judge(reference, records, stopped)
         if problem is None and errors:
             # The checks passed, but the cell failed after them (a plain assert beside the
             # checks): a failure stays a failure.

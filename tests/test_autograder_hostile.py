@@ -540,6 +540,21 @@ def test_feedback_never_quotes_hidden_tests(hostile_class):
             assert line not in text
 
 
+def test_feedback_puts_the_tests_a_stop_left_unrun_down_to_the_stop(hostile_class):
+    # Not to "an error in your code": the student's part 5 is correct, the notebook ran out of time.
+    for name, reason, unrun in [("too-slow-overall", f"the notebook ran past its time limit of {NOTEBOOK_TIMEOUT} s",
+                                 {"test_sinusoidal", "test_rotary"}),
+                                ("kills-the-kernel", "the kernel died while cell", {"test_rotary"})]:
+        path = hostile_class["out"] / "course" / "autograded" / name / ASSIGNMENT / f"{NOTEBOOK}.ipynb"
+        verdicts = {cell.metadata.nbgrader["grade_id"]: [o.evalue for o in cell.outputs if o.output_type == "error"]
+                    for cell in nbformat.read(path, as_version=4).cells
+                    if cell.cell_type == "code" and cell.metadata.get("nbgrader", {}).get("grade")}
+        for grade_id, errors in verdicts.items():
+            if grade_id.rsplit("_", 1)[0] in unrun:
+                assert len(errors) == 1 and errors[0].startswith(f"not run: {reason}"), (name, grade_id, errors)
+        assert not any("an error in your code" in e for errors in verdicts.values() for e in errors), name
+
+
 def test_the_log_names_each_fault(hostile_class):
     log = _log(hostile_class)
     for name, words in [("exits-the-kernel", "the kernel died"), ("kills-the-kernel", "the kernel died"),
