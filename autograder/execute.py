@@ -34,7 +34,7 @@ from traitlets.config import Config
 
 from autograder import sandbox
 from autograder.course import REPO_ROOT
-from autograder.verdicts import KERNEL_STOPPED, NOT_RUN, overflow_record
+from autograder.verdicts import INTERRUPTED_RESOURCE, KERNEL_STOPPED, NOT_RUN, STOP_RESOURCE, overflow_record
 from nlpbook.checks import CHECK_MIME, GRADING_ENV
 
 # The notebook metadata key where SandboxedExecute records why it stopped a notebook early (a
@@ -160,11 +160,19 @@ class SandboxedExecute(Execute):
         self._records_overflowed = False
         self._truncated = False
         nb.metadata.pop(STOP_KEY, None)
+        resources = {} if resources is None else resources
+        resources.pop(STOP_RESOURCE, None)
+        resources[INTERRUPTED_RESOURCE] = {}
         with _outputs_unvalidated():
             nb, resources = super().preprocess(nb, resources, km)
         if self._stopped is not None:
             nb.metadata[STOP_KEY] = dataclasses.asdict(self._stopped)
+            resources[STOP_RESOURCE] = self._stopped.reason
         return nb, resources
+
+    async def _async_handle_timeout(self, timeout, cell=None):
+        self._interrupted = True  # nbclient interrupts the kernel at a cell's limit
+        return await super()._async_handle_timeout(timeout, cell)
 
     def preprocess_cell(self, cell, resources, index):
         if cell.cell_type != "code" or not cell.source.strip():
@@ -179,8 +187,15 @@ class SandboxedExecute(Execute):
         # A cell whose limit is the rest of the notebook's time was stopped by the notebook's limit,
         # even when the kernel is slow to answer the interrupt (a busy machine): say so.
         notebook_limit = self.timeout < self._cell_timeout
+        # What the cell shows if it is interrupted at its limit and stops (nbgrader appends it as
+        # an error): which limit it met, not nbgrader's "No reply from kernel before timeout".
+        why = (f"the notebook reached its time limit of {self.notebook_timeout} s while this cell ran"
+               if notebook_limit else f"this cell ran past its time limit of {self.timeout} s")
+        self.error_on_timeout = {"ename": "CellTimeoutError", "evalue": f"interrupted: {why}",
+                                 "traceback": [f"\x1b[0;31mCellTimeoutError\x1b[0m: interrupted: {why}"]}
+        self._interrupted = False
         try:
-            return super().preprocess_cell(cell, resources, index)
+            cell, resources = super().preprocess_cell(cell, resources, index)
         except DeadKernelError:
             self._stop(Stop("died", index, f"the kernel died while cell {index} ran ({self._exit_status()})"),
                        kill=False)
@@ -191,6 +206,10 @@ class SandboxedExecute(Execute):
             else:
                 self._stop(Stop("cell-timeout", index,
                                 f"cell {index} ran past its time limit of {self.timeout} s and ignored the interrupt"))
+        else:
+            if self._interrupted:  # and it stopped: the notebook goes on (the verdict step says why it failed)
+                resources[INTERRUPTED_RESOURCE][index] = f"interrupted: {why}"
+            return cell, resources
         cell.outputs.append(_error(KERNEL_STOPPED, self._stopped.reason))
         return cell, resources
 

@@ -31,6 +31,10 @@ FAILED = "TestFailed"
 # The errors the grader's execution step (autograder.execute) writes into the cells of a notebook it
 # stopped: the cell that was running, and every cell after it.
 KERNEL_STOPPED, NOT_RUN = "KernelStopped", "NotRun"
+# What that step tells this one in the pipeline's resources, never through the notebook a student's
+# code could write to: why it stopped the notebook, and which cells it interrupted at a time limit
+# (cell index -> why) before going on.
+STOP_RESOURCE, INTERRUPTED_RESOURCE = "autograder_stop", "autograder_interrupted"
 
 
 def is_test_cell(cell) -> bool:
@@ -122,17 +126,13 @@ def _judge_score(reference: dict, student: dict) -> str | None:
 def judge(reference: list[dict], student: list, stopped: str | None = None) -> str | None:
     """Compare a test cell's records with the reference's: ``None`` if every check passes.
 
-    ``stopped`` is why the grader stopped the notebook before this cell's end, if it did:
-    then missing checks are put down to that, not to an error in the student's code.
+    ``stopped`` is why the grader cut this cell short, if it did (a time limit, the kernel's
+    death): missing checks are then put down to that, not to a guessed error in the student's code.
     """
     for index, expected in enumerate(reference):
         if index >= len(student):
-            if stopped and not student:
-                return f"not run: {stopped}"
-            if stopped:
-                return f"only {len(student)} of {len(reference)} checks ran before the notebook stopped: {stopped}"
             return (f"only {len(student)} of {len(reference)} checks ran; the next one is "
-                    f"'{expected['name']}' (an error in your code stopped the test?)")
+                    f"'{expected['name']}' ({stopped or 'an error in your code stopped the test?'})")
         problem = _judge_one(expected, student[index])
         if problem:
             return problem
@@ -146,16 +146,10 @@ class TrustedVerdicts(NbGraderPreprocessor):
 
     reference_dir = Unicode("", help="Folder of NOTEBOOK.json files: the solution's records by grade id.").tag(
         config=True)
-    _stop_reason: str | None = None  # set per notebook by preprocess
 
     def preprocess(self, nb, resources):
-        from autograder.execute import STOP_KEY  # here: autograder.execute imports this module
-
         path = Path(self.reference_dir) / f"{resources['unique_key']}.json"
         self._reference = json.loads(path.read_text(encoding="utf-8"))
-        # Why the grader stopped the notebook early, from its own record (a submission's is removed
-        # before it runs): the cells it stopped say so instead of guessing at an error.
-        self._stop_reason = (nb.metadata.get(STOP_KEY) or {}).get("reason")
         return super().preprocess(nb, resources)
 
     def preprocess_cell(self, cell, resources, cell_index):
@@ -175,8 +169,8 @@ class TrustedVerdicts(NbGraderPreprocessor):
                 cell.outputs = _hidden_outputs(cell.outputs)
             return cell, resources
         errors = [o for o in cell.outputs if o.output_type == "error"]
-        stopped = self._stop_reason if any(o.ename in (KERNEL_STOPPED, NOT_RUN) for o in errors) else None
-        problem = "no reference records for this test" if reference is None else judge(reference, records, stopped)
+        problem = ("no reference records for this test" if reference is None
+                   else judge(reference, records, _cut_short(errors, resources, cell_index)))
         if problem is None and errors:
             # The checks passed, but the cell failed after them (a plain assert beside the
             # checks): a failure stays a failure.
@@ -198,6 +192,17 @@ class TrustedVerdicts(NbGraderPreprocessor):
             outputs.append(new_output("error", ename=FAILED, evalue=problem, traceback=[f"{FAILED}: {problem}"]))
         cell.outputs = outputs
         return cell, resources
+
+
+def _cut_short(errors, resources, cell_index) -> str | None:
+    """Why the grader cut this cell short, from what its execution step reported (STOP_RESOURCE):
+    an error of the grader's name in the cell says which cell it was, the report says why."""
+    stop, names = resources.get(STOP_RESOURCE), {error.ename for error in errors}
+    if stop and NOT_RUN in names:
+        return f"not run: {stop}"
+    if stop and KERNEL_STOPPED in names:
+        return f"stopped: {stop}"
+    return resources.get(INTERRUPTED_RESOURCE, {}).get(cell_index)
 
 
 def _hidden_outputs(outputs) -> list:

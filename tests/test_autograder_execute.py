@@ -36,6 +36,10 @@ def error_names(cell) -> list[str]:
     return [output["ename"] for output in cell.outputs if output["output_type"] == "error"]
 
 
+def error_values(cell) -> list[str]:
+    return [output["evalue"] for output in cell.outputs if output["output_type"] == "error"]
+
+
 def test_a_notebook_that_finishes_in_time_has_no_stop():
     notebook, _ = run("x = 1", "print(x + 1)", timeout=10, notebook_timeout=30)
     assert STOP_KEY not in notebook.metadata
@@ -49,6 +53,8 @@ def test_a_cell_interrupted_at_the_notebook_limit_stops_the_rest_and_keeps_what_
                       timeout=60, notebook_timeout=NOTEBOOK_LIMIT)
     assert notebook.cells[0].outputs[0]["text"] == "first\n"
     assert "KeyboardInterrupt" in error_names(notebook.cells[1])
+    assert error_values(notebook.cells[1])[-1] == (
+        f"interrupted: the notebook reached its time limit of {NOTEBOOK_LIMIT} s while this cell ran")
     assert notebook.metadata[STOP_KEY] == {
         "kind": "notebook-timeout", "cell": None,
         "reason": f"the notebook ran past its time limit of {NOTEBOOK_LIMIT} s"}
@@ -66,6 +72,14 @@ def test_a_cell_cut_short_by_the_notebook_limit_is_blamed_on_that_limit_even_whe
                     "reason": f"the notebook ran past its time limit of {NOTEBOOK_LIMIT} s in cell 1"}
     assert error_names(notebook.cells[1])[-1] == "KernelStopped"
     assert error_names(notebook.cells[2]) == ["NotRun"]
+
+
+def test_a_cell_interrupted_at_its_own_limit_says_so_and_the_notebook_goes_on():
+    # nbgrader's rule: a cell past its limit is interrupted and fails; the cells after it still run.
+    notebook, _ = run("import time; time.sleep(60)", "print('next')", timeout=2, notebook_timeout=60)
+    assert STOP_KEY not in notebook.metadata
+    assert error_values(notebook.cells[0])[-1] == "interrupted: this cell ran past its time limit of 2 s"
+    assert notebook.cells[1].outputs[0]["text"] == "next\n"
 
 
 @pytest.mark.parametrize("source", [IGNORES_INTERRUPTS, SLOW_TO_STOP], ids=["ignores", "slow-to-stop"])

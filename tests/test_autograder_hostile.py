@@ -540,19 +540,29 @@ def test_feedback_never_quotes_hidden_tests(hostile_class):
             assert line not in text
 
 
-def test_feedback_puts_the_tests_a_stop_left_unrun_down_to_the_stop(hostile_class):
-    # Not to "an error in your code": the student's part 5 is correct, the notebook ran out of time.
-    for name, reason, unrun in [("too-slow-overall", f"the notebook ran past its time limit of {NOTEBOOK_TIMEOUT} s",
-                                 {"test_sinusoidal", "test_rotary"}),
-                                ("kills-the-kernel", "the kernel died while cell", {"test_rotary"})]:
-        path = hostile_class["out"] / "course" / "autograded" / name / ASSIGNMENT / f"{NOTEBOOK}.ipynb"
-        verdicts = {cell.metadata.nbgrader["grade_id"]: [o.evalue for o in cell.outputs if o.output_type == "error"]
-                    for cell in nbformat.read(path, as_version=4).cells
-                    if cell.cell_type == "code" and cell.metadata.get("nbgrader", {}).get("grade")}
-        for grade_id, errors in verdicts.items():
-            if grade_id.rsplit("_", 1)[0] in unrun:
-                assert len(errors) == 1 and errors[0].startswith(f"not run: {reason}"), (name, grade_id, errors)
-        assert not any("an error in your code" in e for errors in verdicts.values() for e in errors), name
+def _verdicts(hostile_class, name) -> dict[str, list[str]]:
+    """grade id -> the errors of that test cell in the hand-in's graded notebook."""
+    path = hostile_class["out"] / "course" / "autograded" / name / ASSIGNMENT / f"{NOTEBOOK}.ipynb"
+    return {cell.metadata.nbgrader["grade_id"]: [o.evalue for o in cell.outputs if o.output_type == "error"]
+            for cell in nbformat.read(path, as_version=4).cells
+            if cell.cell_type == "code" and cell.metadata.get("nbgrader", {}).get("grade")}
+
+
+@pytest.mark.parametrize("name, parts, reason", [
+    ("too-slow-overall", {"sinusoidal", "rotary"},
+     f"(not run: the notebook ran past its time limit of {NOTEBOOK_TIMEOUT}"),
+    ("kills-the-kernel", {"rotary"}, "the kernel died while cell"),  # stopped in the visible test, then not run
+    ("infinite-loop", {"causal_mask"}, f"(interrupted: this cell ran past its time limit of {CELL_TIMEOUT} s)"),
+])
+def test_feedback_puts_tests_the_grader_cut_short_down_to_the_cut(hostile_class, name, parts, reason):
+    # Not to "an error in your code": too-slow-overall's part 5 is correct, its notebook ran out of time.
+    verdicts = _verdicts(hostile_class, name)
+    cut = {grade_id: errors for grade_id, errors in verdicts.items()
+           if grade_id.removeprefix("test_").rsplit("_", 1)[0] in parts}
+    assert len(cut) == 2 * len(parts), verdicts  # a visible and a hidden test cell a part
+    for grade_id, errors in cut.items():
+        assert len(errors) == 1 and reason in errors[0], (grade_id, errors)
+    assert not any("an error in your code" in e for errors in verdicts.values() for e in errors), verdicts
 
 
 def test_the_log_names_each_fault(hostile_class):

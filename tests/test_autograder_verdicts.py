@@ -3,8 +3,8 @@ import pytest
 import torch
 from nbformat.v4 import new_code_cell, new_output
 
-from autograder.verdicts import (FAILED, HIDDEN_PASSED, KERNEL_STOPPED, NOT_RUN, TrustedVerdicts, judge,
-                                 pop_records)
+from autograder.verdicts import (FAILED, HIDDEN_PASSED, INTERRUPTED_RESOURCE, KERNEL_STOPPED, NOT_RUN,
+                                 STOP_RESOURCE, TrustedVerdicts, judge, pop_records)
 from nlpbook.checks import CHECK_MIME, encode
 
 
@@ -132,26 +132,32 @@ def test_a_failing_verdict_is_an_error_even_when_the_kernel_hid_every_error():
 
 @pytest.mark.parametrize("source", ["check()", "### BEGIN HIDDEN TESTS\ncheck()\n### END HIDDEN TESTS"],
                          ids=["visible", "hidden"])
-def test_a_test_cell_the_grader_stopped_or_never_ran_says_why_instead_of_guessing_at_an_error(source):
-    reason = "the notebook ran past its time limit of 25 s"
+def test_a_test_cell_the_grader_cut_short_says_why_instead_of_guessing_at_an_error(source):
+    limit = "the notebook ran past its time limit of 25 s"
     good = _student("close", torch.tensor([1.0, float("-inf")]))
     reference = {"t": [CLOSE, CLOSE]}
-    never_ran = _test_cell(source, [new_output("error", ename=NOT_RUN, evalue=f"not run: {reason}", traceback=[])])
-    stopped_midway = _test_cell(source, [_record_output(good),
-                                         new_output("error", ename=KERNEL_STOPPED, evalue=reason, traceback=[])])
-    verdicts = []
-    for cell in (never_ran, stopped_midway):
-        step = _verdicts(reference)
-        step._stop_reason = reason  # the grader's own record of the stop (preprocess reads it)
-        cell, _ = step.preprocess_cell(cell, {}, 0)
-        assert [o.output_type for o in cell.outputs] == ["error"] and cell.outputs[0].ename == FAILED
-        verdicts.append(cell.outputs[0].evalue)
-    assert verdicts == [f"not run: {reason}", f"only 1 of 2 checks ran before the notebook stopped: {reason}"]
-    # Without the grader's record, a NotRun error is the student's own making: no excuse is given.
-    forged = _test_cell(source, [new_output("error", ename=NOT_RUN, evalue="not run: the dog ate it", traceback=[])])
-    cell, _ = _verdicts(reference).preprocess_cell(forged, {}, 0)
-    assert "only 0 of 2 checks ran; the next one is 'output'" in cell.outputs[-1].evalue
-    assert "dog" not in str(cell.outputs)
+
+    def verdict(outputs, resources, index=3):
+        cell, _ = _verdicts(reference).preprocess_cell(_test_cell(source, outputs), resources, index)
+        assert [o.ename for o in cell.outputs] == [FAILED]  # the verdict alone
+        return cell.outputs[-1].evalue
+
+    def grader_error(name, text):
+        return new_output("error", ename=name, evalue=text, traceback=[])
+
+    stopped = {STOP_RESOURCE: limit, INTERRUPTED_RESOURCE: {}}
+    assert verdict([grader_error(NOT_RUN, f"not run: {limit}")], stopped) == (
+        f"only 0 of 2 checks ran; the next one is 'output' (not run: {limit})")
+    assert verdict([_record_output(good), grader_error(KERNEL_STOPPED, limit)], stopped) == (
+        f"only 1 of 2 checks ran; the next one is 'output' (stopped: {limit})")
+    interrupted = {INTERRUPTED_RESOURCE: {3: "interrupted: this cell ran past its time limit of 10 s"}}
+    assert verdict([grader_error("KeyboardInterrupt", "")], interrupted) == (
+        "only 0 of 2 checks ran; the next one is 'output' (interrupted: this cell ran past its time limit of 10 s)")
+    # Only the execution step's report gives a reason: a NotRun error the student raised, or the
+    # report of another cell, changes nothing.
+    guess = "only 0 of 2 checks ran; the next one is 'output' (an error in your code stopped the test?)"
+    assert verdict([grader_error(NOT_RUN, "not run: the dog ate it")], {}) == guess
+    assert verdict([grader_error("KeyboardInterrupt", "")], interrupted, index=4) == guess
 
 
 def test_hidden_test_cells_show_only_the_verdict():
