@@ -118,6 +118,13 @@ class SandboxKernelManager(AsyncKernelManager):
                           display_name="Python 3 (sandboxed)", language="python")
 
 
+def _cell_name(cell, index: int) -> str:
+    """A cell as a reader finds it in the feedback: its nbgrader id where it has one (the index
+    counts every cell, Markdown too, and the feedback numbers none of them)."""
+    grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
+    return f"cell {index} ({grade_id})" if grade_id else f"cell {index}"
+
+
 def _error(ename: str, evalue: str):
     return new_output("error", ename=ename, evalue=evalue, traceback=[f"{ename}: {evalue}"])
 
@@ -194,18 +201,19 @@ class SandboxedExecute(Execute):
         self.error_on_timeout = {"ename": "CellTimeoutError", "evalue": f"interrupted: {why}",
                                  "traceback": [f"\x1b[0;31mCellTimeoutError\x1b[0m: interrupted: {why}"]}
         self._interrupted = False
+        name = _cell_name(cell, index)
         try:
             cell, resources = super().preprocess_cell(cell, resources, index)
         except DeadKernelError:
-            self._stop(Stop("died", index, f"the kernel died while cell {index} ran ({self._exit_status()})"),
+            self._stop(Stop("died", index, f"the kernel died while {name} ran ({self._exit_status()})"),
                        kill=False)
         except CellTimeoutError:
             if notebook_limit:
                 self._stop(Stop("notebook-timeout", index,
-                                f"the notebook ran past its time limit of {self.notebook_timeout} s in cell {index}"))
+                                f"the notebook ran past its time limit of {self.notebook_timeout} s in {name}"))
             else:
                 self._stop(Stop("cell-timeout", index,
-                                f"cell {index} ran past its time limit of {self.timeout} s and ignored the interrupt"))
+                                f"{name} ran past its time limit of {self.timeout} s and ignored the interrupt"))
         else:
             if self._interrupted:  # and it stopped: the notebook goes on (the verdict step says why it failed)
                 resources[INTERRUPTED_RESOURCE][index] = f"interrupted: {why}"

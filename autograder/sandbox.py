@@ -525,7 +525,8 @@ def main(argv: list[str]) -> int:
         return 1
     code = os.waitstatus_to_exitcode(reply["status"])
     if code < 0:  # end as the kernel ended: killed by the same signal
-        signal.signal(-code, signal.SIG_DFL)
+        if -code not in (signal.SIGKILL, signal.SIGSTOP):  # those two have no handler to reset
+            signal.signal(-code, signal.SIG_DFL)
         os.kill(os.getpid(), -code)
     return code
 

@@ -9,7 +9,7 @@ import time
 
 import pytest
 from jupyter_client.manager import AsyncKernelManager
-from nbformat.v4 import new_code_cell, new_notebook
+from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
 from autograder.execute import STOP_KEY, SandboxedExecute
 
@@ -80,6 +80,20 @@ def test_a_cell_interrupted_at_its_own_limit_says_so_and_the_notebook_goes_on():
     assert STOP_KEY not in notebook.metadata
     assert error_values(notebook.cells[0])[-1] == "interrupted: this cell ran past its time limit of 2 s"
     assert notebook.cells[1].outputs[0]["text"] == "next\n"
+
+
+def test_a_stop_names_the_graded_cell_by_its_nbgrader_id():
+    # The index counts Markdown cells too, and the feedback numbers no cell: the id is what a
+    # student and an instructor can find.
+    notebook = new_notebook(cells=[new_markdown_cell("# Part 1"), new_code_cell("x = 1"),
+                                   new_code_cell("import os; os._exit(3)"), new_code_cell("print('late')")])
+    notebook.cells[2].metadata["nbgrader"] = {"grade_id": "test_part_1", "grade": True, "points": 1}
+    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    execute = SandboxedExecute(kernel_manager_class=AsyncKernelManager, timeout=30, notebook_timeout=60)
+    notebook, _ = execute.preprocess(notebook, {})
+    stop = notebook.metadata[STOP_KEY]
+    assert stop["kind"] == "died" and stop["cell"] == 2
+    assert stop["reason"].startswith("the kernel died while cell 2 (test_part_1) ran"), stop
 
 
 @pytest.mark.parametrize("source", [IGNORES_INTERRUPTS, SLOW_TO_STOP], ids=["ignores", "slow-to-stop"])

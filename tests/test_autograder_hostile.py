@@ -551,7 +551,7 @@ def _verdicts(hostile_class, name) -> dict[str, list[str]]:
 @pytest.mark.parametrize("name, parts, reason", [
     ("too-slow-overall", {"sinusoidal", "rotary"},
      f"(not run: the notebook ran past its time limit of {NOTEBOOK_TIMEOUT}"),
-    ("kills-the-kernel", {"rotary"}, "the kernel died while cell"),  # stopped in the visible test, then not run
+    ("kills-the-kernel", {"rotary"}, "killed by signal 9"),  # stopped in the visible test, then not run
     ("infinite-loop", {"causal_mask"}, f"(interrupted: this cell ran past its time limit of {CELL_TIMEOUT} s)"),
 ])
 def test_feedback_puts_tests_the_grader_cut_short_down_to_the_cut(hostile_class, name, parts, reason):
@@ -578,4 +578,7 @@ def test_the_log_names_each_fault(hostile_class):
                if f" {name}: " in line and "stopped early" in line}
     assert stopped == {"exits-the-kernel", "kills-the-kernel", "ignores-interrupts", "too-slow-overall"}, stopped
     assert any("exits-the-kernel" in line and "fatal: the cheese ran out" in line for line in log.splitlines())
+    # The launcher ends as the kernel ended, SIGKILL included (it once said "exit status 1").
+    assert any("exits-the-kernel" in line and "(exit status 3)" in line for line in log.splitlines())
+    assert any("kills-the-kernel" in line and "(killed by signal 9)" in line for line in log.splitlines())
     assert "SANDBOX PROTECTION MISSING" not in log  # graded in the strongest mode
