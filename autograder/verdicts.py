@@ -31,9 +31,9 @@ FAILED = "TestFailed"
 # The errors the grader's execution step (autograder.execute) writes into the cells of a notebook it
 # stopped: the cell that was running, and every cell after it.
 KERNEL_STOPPED, NOT_RUN = "KernelStopped", "NotRun"
-# What that step tells this one in the pipeline's resources, never through the notebook a student's
-# code could write to: why it stopped the notebook, and which cells it interrupted at a time limit
-# (cell index -> why) before going on.
+# What that step tells this one in the pipeline's resources, the grader's own memory, never through
+# cell outputs a student's code can forge: why it stopped the notebook, and which cells it
+# interrupted at a time limit (cell index -> why) before going on.
 STOP_RESOURCE, INTERRUPTED_RESOURCE = "autograder_stop", "autograder_interrupted"
 
 

@@ -22,8 +22,9 @@ IGNORES_INTERRUPTS = "import time\nwhile True:\n    try:\n        time.sleep(60)
 NOTEBOOK_LIMIT, PROMPT = 8, 10
 
 
-def run(*sources: str, timeout: int, notebook_timeout: int, iopub_timeout: int = PROMPT):
-    notebook = new_notebook(cells=[new_code_cell(source) for source in sources])
+def run(*cells, timeout: int, notebook_timeout: int, iopub_timeout: int = PROMPT):
+    """Run cells (a code cell's source, or a cell) in one notebook: (the notebook, seconds taken)."""
+    notebook = new_notebook(cells=[new_code_cell(c) if isinstance(c, str) else c for c in cells])
     notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     execute = SandboxedExecute(kernel_manager_class=AsyncKernelManager, timeout=timeout,
                                notebook_timeout=notebook_timeout, iopub_timeout=iopub_timeout)
@@ -85,12 +86,9 @@ def test_a_cell_interrupted_at_its_own_limit_says_so_and_the_notebook_goes_on():
 def test_a_stop_names_the_graded_cell_by_its_nbgrader_id():
     # The index counts Markdown cells too, and the feedback numbers no cell: the id is what a
     # student and an instructor can find.
-    notebook = new_notebook(cells=[new_markdown_cell("# Part 1"), new_code_cell("x = 1"),
-                                   new_code_cell("import os; os._exit(3)"), new_code_cell("print('late')")])
-    notebook.cells[2].metadata["nbgrader"] = {"grade_id": "test_part_1", "grade": True, "points": 1}
-    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    execute = SandboxedExecute(kernel_manager_class=AsyncKernelManager, timeout=30, notebook_timeout=60)
-    notebook, _ = execute.preprocess(notebook, {})
+    dies = new_code_cell("import os; os._exit(3)")
+    dies.metadata["nbgrader"] = {"grade_id": "test_part_1", "grade": True, "points": 1}
+    notebook, _ = run(new_markdown_cell("# Part 1"), "x = 1", dies, "print('late')", timeout=30, notebook_timeout=60)
     stop = notebook.metadata[STOP_KEY]
     assert stop["kind"] == "died" and stop["cell"] == 2
     assert stop["reason"].startswith("the kernel died while cell 2 (test_part_1) ran"), stop
