@@ -8,8 +8,11 @@ command stops with the zip's name, the member and the problem, leaving no
 partial folder behind.
 
 An LMS download is flat instead: Canvas names each file
-``LOGIN_USERID_SUBMISSIONID_NAME.ipynb`` (``LOGIN_late_...`` when late,
-``NAME-1.ipynb`` for a second attempt).  With ``--assignment``, every member
+``NAME_USERID_SUBMISSIONID_FILE.ipynb`` (``NAME_LATE_...`` when late, ``FILE-1.ipynb``
+for a second attempt), where NAME is the student's name run together in lower case
+(``lovelaceada``), which two students may share, and USERID Canvas's number for the
+student, which is unique and is the ID column of Canvas's gradebook export: the
+student id is the USERID.  With ``--assignment``, every member
 name must match ``--pattern`` (:data:`CANVAS` by default; named groups
 ``student``, ``file`` and optionally ``ext``) and is unpacked as
 ``STUDENT/ASSIGNMENT/FILE``, in the layout ``grade`` expects.
@@ -27,7 +30,7 @@ from autograder.course import CourseError
 
 MAX_MEMBERS = 100_000
 MAX_BYTES = 4 << 30  # 4 GiB unpacked: a zip bomb stops here
-CANVAS = r"^(?P<student>[A-Za-z0-9]+)_(?:late_)?\d+_\d+_(?P<file>[^/]+?)(?:-\d+)?(?P<ext>\.[A-Za-z0-9]+)$"
+CANVAS = r"^(?P<name>[A-Za-z0-9]+)_(?:(?i:late)_)?(?P<student>\d+)_\d+_(?P<file>[^/]+?)(?:-\d+)?(?P<ext>\.[A-Za-z0-9]+)$"
 
 
 def lms_targets(archive: zipfile.ZipFile, where: Path, pattern: str, assignment: str) -> dict[str, PurePosixPath]:

@@ -129,6 +129,7 @@ class GradingRun:
     duedate: str | None = None  # nbgrader's due date ("2026-03-01 17:00:00 Europe/Paris"); late is measured from it
     strict: bool = False  # refuse an assignment whose tests fail on its own solution
     failing_on_solution: dict[str, list[str]] = field(default_factory=dict)  # notebook -> failing test cells
+    skipped: list[str] = field(default_factory=list)  # entries of --submissions that are not graded, and why
 
     @property
     def course(self) -> Path:
@@ -183,6 +184,12 @@ def check_inputs(run: GradingRun) -> None:
         shutil.rmtree(stale, ignore_errors=True)
     where = run.db or gradebook.url(run.out / "course")
     absent = run.db is None and not (run.out / "course").exists()
+    others = [] if run.replace or absent else gradebook.other_assignments(where, run.assignment)
+    if others:
+        raise CourseError(
+            f"{where.split('@')[-1]} holds the grades of {', '.join(others)}; a run grades one assignment and "
+            f"publishes a gradebook of that one alone, which would drop them. Grade each assignment into a folder "
+            f"(and database) of its own, such as --out graded/{run.assignment}, or pass --replace to discard them.")
     manual = 0 if run.replace or absent else gradebook.manual_entries(where)
     if manual:
         raise CourseError(
@@ -213,13 +220,16 @@ def find_submissions(run: GradingRun) -> None:
     for entry in sorted(run.submissions_dir.iterdir()):
         where = f"{run.submissions_dir}/{entry.name}"
         if entry.is_symlink():
-            log.warning("%s: skipped, a link is not a student folder", where)
+            run.skipped.append(f"{where}: skipped, a link is not a student folder")
         elif not entry.is_dir():
             log.warning("%s: skipped, not a folder (expected one folder per student)", where)
         elif not STUDENT_ID.match(entry.name):
-            log.warning("%s: skipped, %r is not a usable student id (letters, digits, _.@+-)", where, entry.name)
+            run.skipped.append(f"{where}: skipped, {entry.name!r} is not a usable student id (letters, digits, "
+                               "_.@+-, starting with a letter or digit); rename the folder to grade it")
         else:
             run.submissions.append(_find_notebooks(run, Submission(entry.name, entry / run.assignment)))
+    for reason in run.skipped:
+        log.warning("%s", reason)
     if not run.submissions:
         raise CourseError(f"--submissions {run.submissions_dir}: no student folders found "
                           f"(expected {run.submissions_dir}/STUDENT_ID/{run.assignment}/*.ipynb)")
@@ -230,14 +240,20 @@ def _find_notebooks(run: GradingRun, submission: Submission) -> Submission:
     folder = submission.folder
     if folder.is_symlink() or not folder.is_dir():
         submission.status = "missing"
-        submission.flag(f"no {run.assignment}/ folder: scored 0 as not handed in", review=False)
+        # A notebook elsewhere in the student's folder is a hand-in in the wrong place, not none at all.
+        elsewhere = sorted(str(p.relative_to(folder.parent)) for p in folder.parent.rglob("*.ipynb"))[:3]
+        submission.flag(f"no {run.assignment}/ folder: scored 0 as not handed in"
+                        + (f", but the student's folder holds {', '.join(elsewhere)}" if elsewhere else ""),
+                        review=bool(elsewhere))
         return submission
     for name in run.expected_notebooks:
         path = folder / f"{name}.ipynb"
         if path.is_symlink():
             submission.flag(f"{path}: a link, not a notebook; scored 0")
         elif not path.is_file():
-            submission.flag(f"{path}: missing; scored 0")
+            others = sorted(p.name for p in folder.glob("*.ipynb") if p.stem not in run.expected_notebooks)
+            submission.flag(f"{path}: missing" + (f" (the folder holds {', '.join(others)})" if others else "")
+                            + "; scored 0")
         elif problem := _unreadable(path):
             submission.flag(f"{path}: {problem}; scored 0")
         else:
@@ -731,6 +747,8 @@ def summarize(run: GradingRun) -> None:
     for submission in run.submissions:
         if submission.needs_review:
             log.warning("NEEDS REVIEW %s: %s", submission.student, "; ".join(submission.problems))
+    for reason in run.skipped:  # in no CSV and no gradebook: a person must see them here
+        log.warning("NEEDS REVIEW (not graded) %s", reason)
     for notebook, cells in run.failing_on_solution.items():
         log.warning("%s", failing_on_solution(f"{run.assignment}/{notebook}", cells))
 

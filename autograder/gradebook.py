@@ -73,6 +73,31 @@ def manual_entries(database: str) -> int:
         engine.dispose()
 
 
+def other_assignments(database: str, assignment: str) -> list[str]:
+    """The assignments other than ``assignment`` that the gradebook at ``database`` holds ([] if it has no tables).
+
+    A grading run rebuilds its gradebook with one assignment: publishing it into a gradebook that
+    holds another would drop that one's grades."""
+    import sqlalchemy
+
+    where = database.split("@")[-1]  # never the password
+    try:
+        engine = sqlalchemy.create_engine(database)
+    except (sqlalchemy.exc.SQLAlchemyError, ImportError) as error:
+        raise CourseError(f"cannot open the gradebook at {where}: {first_line(error)}") from None
+    try:
+        with engine.connect() as connection:
+            if "assignment" not in sqlalchemy.inspect(connection).get_table_names():
+                return []
+            names = connection.execute(sqlalchemy.text("SELECT name FROM assignment WHERE name != :name"),
+                                       {"name": assignment}).scalars()
+            return sorted(names)
+    except (sqlalchemy.exc.SQLAlchemyError, ImportError) as error:
+        raise CourseError(f"cannot read the gradebook at {where}: {first_line(error)}") from None
+    finally:
+        engine.dispose()
+
+
 def add_students(database: str, students: list[str]) -> None:
     from nbgrader.api import Gradebook
 

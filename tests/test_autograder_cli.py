@@ -51,22 +51,36 @@ def test_manual_grades_are_not_replaced_without_asking(tmp_path):
     grade = ("grade", "04-attention", *COURSE_ARGS, "--submissions", str(classroom), "--out", str(out))
     (classroom / "bad id!").mkdir()
     (classroom / "linked").symlink_to(classroom / "ada")
+    # Hand-ins in the wrong place: a misnamed notebook, a misnamed assignment folder.
+    write(solved("04-attention", "attention"), classroom / "bea" / "04-attention", "attention (1)")
+    write(solved("04-attention", "attention"), classroom / "cy" / "attention", "attention")
     first = run_autograder(*grade)
     assert first.returncode == 0, first.stderr
     assert "'bad id!' is not a usable student id" in first.stderr and "a link is not a student folder" in first.stderr
+    # Folders that are not graded are in no CSV: the summary asks a person to look at them.
+    assert "NEEDS REVIEW (not graded)" in first.stderr.split("slowest:")[1]
+    assert "NEEDS REVIEW bea: " in first.stderr and "(the folder holds attention (1).ipynb)" in first.stderr
+    assert "NEEDS REVIEW cy: no 04-attention/ folder" in first.stderr and "attention/attention.ipynb" in first.stderr
     grades = (out / "grades.csv").read_text()
-    assert grades.count("\n") == 2  # header + ada
+    assert grades.count("\n") == 4  # header + ada, bea and cy
     # Nothing entered by hand yet: grading again is safe, and grades nobody twice.
     second = run_autograder(*grade)
     assert second.returncode == 0 and "0 to grade, 1 already graded" in second.stderr
     assert (out / "grades.csv").read_text() == grades
+    # A run publishes a gradebook of its one assignment: one that holds another is refused.
     with sqlite3.connect(out / "course" / "gradebook.db") as database:
+        database.execute("INSERT INTO assignment (id, name, course_id) VALUES ('x', '05-transformers', 'nlpbook')")
+    other = run_autograder(*grade)
+    assert other.returncode == 2 and "holds the grades of 05-transformers" in other.stderr
+    assert "--out graded/04-attention" in other.stderr and (out / "grades.csv").read_text() == grades
+    with sqlite3.connect(out / "course" / "gradebook.db") as database:
+        database.execute("DELETE FROM assignment WHERE id = 'x'")
         database.execute("UPDATE comment SET manual_comment = 'Well argued.' WHERE rowid = 1")
     refused = run_autograder(*grade)
     assert refused.returncode == 2 and "holds 1 manual grade(s) or comment(s)" in refused.stderr
     assert (out / "grades.csv").read_text() == grades
     third = run_autograder(*grade, "--replace")
-    assert third.returncode == 0 and (out / "grades.csv").read_text().count("\n") == 2
+    assert third.returncode == 0 and (out / "grades.csv").read_text().count("\n") == 4
     assert nbformat.read(out / "course" / "autograded" / "ada" / "04-attention" / "attention.ipynb", as_version=4)
 
 

@@ -57,12 +57,14 @@ def test_the_command_reports_a_bad_zip_and_exits_2(tmp_path):
 
 def test_a_canvas_download_is_filed_under_student_and_assignment(tmp_path):
     archive = _zip(tmp_path / "canvas.zip", [
-        ("adalovelace_1201_98001_attention.ipynb", "{}", REGULAR),
-        ("bobbyte_late_1202_98002_attention-1.ipynb", "{}", REGULAR),  # late, second attempt
+        ("lovelaceada_1201_98001_attention.ipynb", "{}", REGULAR),
+        ("bytebob_LATE_1202_98002_attention-1.ipynb", "{}", REGULAR),  # late, second attempt
+        ("bytebob_1203_98003_attention.ipynb", "{}", REGULAR),  # another Bob Byte: the user id tells them apart
     ])
     files = extract_zip(archive, tmp_path / "submissions", "04-attention")
     assert sorted(f.relative_to(tmp_path).as_posix() for f in files) == [
-        "submissions/adalovelace/04-attention/attention.ipynb", "submissions/bobbyte/04-attention/attention.ipynb"]
+        "submissions/1201/04-attention/attention.ipynb", "submissions/1202/04-attention/attention.ipynb",
+        "submissions/1203/04-attention/attention.ipynb"]
 
 
 @pytest.mark.parametrize("members, problem", [
