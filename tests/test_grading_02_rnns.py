@@ -20,8 +20,8 @@ class TestRnnsExercise(ChapterGrading):
         "step-without-tanh": (STEP, 0.0, {STEP: [("return torch.tanh(", "return (")]}),
         "step-relu": (STEP, 0.0, {STEP: [("torch.tanh(", "torch.relu(")]}),
         "step-drops-hidden-bias": (STEP, 0.0, {STEP: [(" + bias_hh)", ")")]}),
-        "forward-reads-previous-input": (FORWARD, 0.0, {FORWARD: [("rnn_step(x[:, t], h,",
-                                                                   "rnn_step(x[:, t - 1], h,")]}),
+        "forward-reads-previous-input": (FORWARD, 0.0, {FORWARD: [("for x_t in x.unbind(1):",
+                                                                   "for x_t in x.roll(1, dims=1).unbind(1):")]}),
         "forward-ignores-h0": (FORWARD, 1.0, {FORWARD: [
             ("h = h0 if h0 is not None else x.new_zeros(", "h = x.new_zeros(")]}),
         "forward-returns-first-state": (FORWARD, 0.0, {FORWARD: [("return torch.stack(outputs, dim=1), h",
@@ -36,6 +36,12 @@ class TestRnnsExercise(ChapterGrading):
         "clip-without-sqrt": (CLIP, 0.0, {CLIP: [("total = torch.sqrt(sum(", "total = (sum(")]}),
         "clip-scales-up": (CLIP, 0.0, {CLIP: [("scale = (max_norm / (total + 1e-6)).clamp(max=1.0)",
                                              "scale = max_norm / (total + 1e-6)")]}),
+        # Reads its parameters twice: a generator such as model.parameters() is empty the second time.
+        "clip-reads-parameters-twice": (CLIP, 0.0, {CLIP: [
+            ("    grads = [p.grad for p in parameters if p.grad is not None]\n"
+             "    total = torch.sqrt(sum((g ** 2).sum() for g in grads))",
+             "    total = torch.sqrt(sum((p.grad ** 2).sum() for p in parameters if p.grad is not None))\n"
+             "    grads = [p.grad for p in parameters if p.grad is not None]")]}),
         "clip-returns-clipped-norm": (CLIP, 0.0, {CLIP: [("        g.mul_(scale)\n    return total",
                                                         "        g.mul_(scale)\n    return torch.sqrt(sum((g ** 2).sum() for g in grads))")]}),
         "perplexity-counts-padding": (PPL, 0.0, {PPL: [("picked[keep].mean()", "picked.mean()")]}),
