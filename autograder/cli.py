@@ -8,7 +8,8 @@ import time
 import warnings
 from pathlib import Path
 
-from autograder.course import CELL_TIMEOUT, NOTEBOOK_TIMEOUT, REPOSITORY_CELL_TIMEOUT, Course, CourseError
+from autograder.course import (CELL_TIMEOUT, NOTEBOOK_TIMEOUT, REPOSITORY_CELL_TIMEOUT, REPOSITORY_NOTEBOOK_TIMEOUT,
+                               Course, CourseError)
 
 log = logging.getLogger("autograder")
 
@@ -71,8 +72,10 @@ def _parser() -> argparse.ArgumentParser:
                        help="time limit for one notebook cell (default: this book's own limit for $NLPBOOK_PROFILE, "
                             + ", ".join(f"{limit} s in {profile}" for profile, limit in REPOSITORY_CELL_TIMEOUT.items())
                             + f"; another course's Execute.timeout, else {CELL_TIMEOUT})")
-    grade.add_argument("--notebook-timeout", type=int, default=NOTEBOOK_TIMEOUT, metavar="SECONDS",
-                       help=f"time limit for one whole notebook (default {NOTEBOOK_TIMEOUT})")
+    grade.add_argument("--notebook-timeout", type=int, default=None, metavar="SECONDS",
+                       help="time limit for one whole notebook (default: this book's own limit for $NLPBOOK_PROFILE, "
+                            + ", ".join(f"{limit} s in {profile}" for profile, limit in REPOSITORY_NOTEBOOK_TIMEOUT.items())
+                            + f"; another course's {NOTEBOOK_TIMEOUT})")
     grade.add_argument("--memory-mb", type=int, default=4096, metavar="MiB",
                        help="address-space limit of each student kernel (default 4096)")
     grade.add_argument("--sandbox", choices=("auto", "root", "userns", "none"), default="auto",
@@ -176,6 +179,7 @@ def main(argv: list[str] | None = None) -> int:
         submissions = args.submissions or course.submitted
         args.out = args.out or course.root / "graded" / args.assignment
         timeout = _cell_timeout(args, course)
+        args.notebook_timeout = args.notebook_timeout or course.notebook_timeout or NOTEBOOK_TIMEOUT
         args.out.mkdir(parents=True, exist_ok=True)
         _log_to(logging.DEBUG if args.verbose else logging.INFO, args.out / "grading.log")
         log.info("=== grading %s%s: submissions %s, out %s, started %s", args.assignment,

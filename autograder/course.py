@@ -28,6 +28,9 @@ CELL_TIMEOUT, NOTEBOOK_TIMEOUT, CPU_GRACE = 60, 600, 60
 # when notebooks are graded side by side on a busy machine (chapter 1's took 44 s of `quick` so). Its
 # cell limit follows the profile, as another course's nbgrader_config.py sets Execute.timeout.
 REPOSITORY_CELL_TIMEOUT = {"quick": 180, "standard": 600, "full": 600}
+# A whole notebook of chapters 5 and 6 runs two such cells, and the student's own training cells
+# besides: in `standard`, graded side by side, more than nbgrader's 600 s.
+REPOSITORY_NOTEBOOK_TIMEOUT = {"quick": 600, "standard": 1800, "full": 1800}
 
 # An assignment id is what nbgrader accepts as a folder name: the course's chapters ("04-attention"),
 # or any id an instructor brings ("ps1", "hw01", "lab_2"). One path component, no "+" (nbgrader
@@ -69,6 +72,7 @@ class Course:
     submitted_directory: str = "submitted"
     release_directory: str = "release"
     cell_timeout: int | None = None  # the course's own Execute.timeout, if it sets one
+    notebook_timeout: int | None = None  # the course's own limit for a whole notebook, if it has one
     unfollowed: tuple[str, ...] = ()  # grading settings of its nbgrader_config.py this grader does not follow
 
     @classmethod
@@ -78,7 +82,8 @@ class Course:
         from nlpbook.profile import current_profile
 
         return cls(REPO_ROOT, source_directory="solutions", release_directory="exercises",
-                   cell_timeout=REPOSITORY_CELL_TIMEOUT[current_profile()])
+                   cell_timeout=REPOSITORY_CELL_TIMEOUT[current_profile()],
+                   notebook_timeout=REPOSITORY_NOTEBOOK_TIMEOUT[current_profile()])
 
     @classmethod
     def at(cls, folder: Path) -> "Course":
