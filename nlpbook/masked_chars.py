@@ -3,7 +3,7 @@
 Each verse of the World English Bible (lower-cased, its first ``length`` characters) becomes a
 row of ids, padded with ``PAD``; a share of its characters is replaced by ``MASK`` and a small
 bidirectional Transformer encoder predicts them from the characters around them.  A model that
-sees one position at a time can only guess the commonest character (a space, about 17%); the
+sees one position at a time can only guess the commonest character (a space, about 18%); the
 context has to come through attention.
 
 :class:`MaskedCharEncoder` is the course's model, with the parameter names of the exercise's
