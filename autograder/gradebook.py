@@ -10,6 +10,7 @@ transaction (:func:`copy_all`).
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -51,26 +52,34 @@ def create(database: str) -> None:
         engine.dispose()
 
 
-def manual_entries(database: str) -> int:
-    """How many grades and comments a person entered in the gradebook at ``database`` (0 if it has no tables)."""
+def _read(database: str, table: str, query: Callable):
+    """``query(connection)`` on the gradebook at ``database``, or ``None`` when it has no ``table`` yet;
+    a database that cannot be opened or read is a ``CourseError`` that never names the password."""
     import sqlalchemy
 
-    where = database.split("@")[-1]  # never the password
+    where = database.split("@")[-1]
     try:
         engine = sqlalchemy.create_engine(database)
     except (sqlalchemy.exc.SQLAlchemyError, ImportError) as error:
         raise CourseError(f"cannot open the gradebook at {where}: {first_line(error)}") from None
     try:
         with engine.connect() as connection:
-            if "grade" not in sqlalchemy.inspect(connection).get_table_names():
-                return 0
-            return connection.execute(sqlalchemy.text(
-                "SELECT (SELECT count(*) FROM grade WHERE manual_score IS NOT NULL) + "
-                "(SELECT count(*) FROM comment WHERE manual_comment IS NOT NULL AND manual_comment != '')")).scalar()
+            if table not in sqlalchemy.inspect(connection).get_table_names():
+                return None
+            return query(connection)
     except (sqlalchemy.exc.SQLAlchemyError, ImportError) as error:
         raise CourseError(f"cannot read the gradebook at {where}: {first_line(error)}") from None
     finally:
         engine.dispose()
+
+
+def manual_entries(database: str) -> int:
+    """How many grades and comments a person entered in the gradebook at ``database`` (0 if it has no tables)."""
+    from sqlalchemy import text
+
+    return _read(database, "grade", lambda connection: connection.execute(text(
+        "SELECT (SELECT count(*) FROM grade WHERE manual_score IS NOT NULL) + "
+        "(SELECT count(*) FROM comment WHERE manual_comment IS NOT NULL AND manual_comment != '')")).scalar()) or 0
 
 
 def other_assignments(database: str, assignment: str) -> list[str]:
@@ -78,24 +87,10 @@ def other_assignments(database: str, assignment: str) -> list[str]:
 
     A grading run rebuilds its gradebook with one assignment: publishing it into a gradebook that
     holds another would drop that one's grades."""
-    import sqlalchemy
+    from sqlalchemy import text
 
-    where = database.split("@")[-1]  # never the password
-    try:
-        engine = sqlalchemy.create_engine(database)
-    except (sqlalchemy.exc.SQLAlchemyError, ImportError) as error:
-        raise CourseError(f"cannot open the gradebook at {where}: {first_line(error)}") from None
-    try:
-        with engine.connect() as connection:
-            if "assignment" not in sqlalchemy.inspect(connection).get_table_names():
-                return []
-            names = connection.execute(sqlalchemy.text("SELECT name FROM assignment WHERE name != :name"),
-                                       {"name": assignment}).scalars()
-            return sorted(names)
-    except (sqlalchemy.exc.SQLAlchemyError, ImportError) as error:
-        raise CourseError(f"cannot read the gradebook at {where}: {first_line(error)}") from None
-    finally:
-        engine.dispose()
+    return _read(database, "assignment", lambda connection: sorted(connection.execute(
+        text("SELECT name FROM assignment WHERE name != :name"), {"name": assignment}).scalars())) or []
 
 
 def add_students(database: str, students: list[str]) -> None:
