@@ -37,7 +37,8 @@ class TestRnnsExercise(ChapterGrading):
         "clip-scales-up": (CLIP, 0.0, {CLIP: [("scale = (max_norm / (total + 1e-6)).clamp(max=1.0)",
                                              "scale = max_norm / (total + 1e-6)")]}),
         # Reads its parameters twice: a generator such as model.parameters() is empty the second time.
-        "clip-reads-parameters-twice": (CLIP, 0.0, {CLIP: [
+        # The visible tests pass lists, so it keeps their point; the hidden generator case takes the other.
+        "clip-reads-parameters-twice": (CLIP, 1.0, {CLIP: [
             ("    grads = [p.grad for p in parameters if p.grad is not None]\n"
              "    total = torch.sqrt(sum((g ** 2).sum() for g in grads))",
              "    total = torch.sqrt(sum((p.grad ** 2).sum() for p in parameters if p.grad is not None))\n"
