@@ -183,15 +183,14 @@ def check_inputs(run: GradingRun) -> None:
     for stale in run.out.glob(".staging-*"):  # left by a run that was killed
         shutil.rmtree(stale, ignore_errors=True)
     where = run.db or gradebook.url(run.out / "course")
-    absent = run.db is None and not (run.out / "course").exists()
-    others = [] if run.replace or absent else gradebook.other_assignments(where, run.assignment)
-    if others:
+    if run.replace or (run.db is None and not (run.out / "course").exists()):
+        return  # nothing there to lose, or the instructor said to discard it
+    if others := gradebook.other_assignments(where, run.assignment):
         raise CourseError(
             f"{where.split('@')[-1]} holds the grades of {', '.join(others)}; a run grades one assignment and "
             f"publishes a gradebook of that one alone, which would drop them. Grade each assignment into a folder "
             f"(and database) of its own, such as --out graded/{run.assignment}, or pass --replace to discard them.")
-    manual = 0 if run.replace or absent else gradebook.manual_entries(where)
-    if manual:
+    if manual := gradebook.manual_entries(where):
         raise CourseError(
             f"{where.split('@')[-1]} holds {manual} manual grade(s) or comment(s) for this course; grading again "
             "would replace them. Choose a new --out folder (and database), or pass --replace to discard them.")
