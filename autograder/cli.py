@@ -131,9 +131,12 @@ def _skip_iri_grammar() -> None:
     sys.modules.setdefault("rfc3987_syntax", None)
 
 
-def _cell_timeout(args: argparse.Namespace, course: Course) -> int:
-    """``--timeout`` if given, else the course's own cell limit, else nbgrader's default (grade and check-tests)."""
-    return args.timeout or course.cell_timeout or CELL_TIMEOUT
+def _time_limits(args: argparse.Namespace, course: Course) -> tuple[int, int]:
+    """The limits for one cell and for one whole notebook: each flag if given, else the course's own
+    limit, else nbgrader's default (check-tests has no ``--notebook-timeout`` and uses the cell's)."""
+    cell = args.timeout or course.cell_timeout or CELL_TIMEOUT
+    notebook = getattr(args, "notebook_timeout", None) or course.notebook_timeout or NOTEBOOK_TIMEOUT
+    return cell, notebook
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -167,7 +170,7 @@ def main(argv: list[str] | None = None) -> int:
 
             _log_to(logging.WARNING)
             reports = check_tests(args.assignment, args.out, workers=args.workers, limit=args.limit,
-                                  timeout=_cell_timeout(args, course), parts=args.part, course=course)
+                                  timeout=_time_limits(args, course)[0], parts=args.part, course=course)
             print(format_report(args.assignment, reports))
             return 0
 
@@ -178,8 +181,7 @@ def main(argv: list[str] | None = None) -> int:
                               "folder and DIR/graded/ASSIGNMENT are then the defaults)")
         submissions = args.submissions or course.submitted
         args.out = args.out or course.root / "graded" / args.assignment
-        timeout = _cell_timeout(args, course)
-        args.notebook_timeout = args.notebook_timeout or course.notebook_timeout or NOTEBOOK_TIMEOUT
+        timeout, notebook_timeout = _time_limits(args, course)
         args.out.mkdir(parents=True, exist_ok=True)
         _log_to(logging.DEBUG if args.verbose else logging.INFO, args.out / "grading.log")
         log.info("=== grading %s%s: submissions %s, out %s, started %s", args.assignment,
@@ -188,11 +190,11 @@ def main(argv: list[str] | None = None) -> int:
         for setting in course.unfollowed:
             log.warning("%s/nbgrader_config.py sets %s, which this grader does not follow (it grades with "
                         "its own settings for it)", course.root, setting)
-        limits = kernel_limits(args.notebook_timeout, memory_mb=args.memory_mb)
+        limits = kernel_limits(notebook_timeout, memory_mb=args.memory_mb)
         if args.workers is not None and args.workers < 1:
             raise CourseError(f"--workers {args.workers}: give at least 1")
         run = grade(args.assignment, submissions, args.out, timeout=timeout, course=course, strict=args.strict,
-                    notebook_timeout=args.notebook_timeout, replace=args.replace, regrade=args.regrade,
+                    notebook_timeout=notebook_timeout, replace=args.replace, regrade=args.regrade,
                     sandbox_mode=args.sandbox, limits=limits, workers=args.workers, scheduler=args.scheduler,
                     db=args.db, feedback=args.feedback, duedate=args.duedate)
         return 0 if all(s.status != "failed" for s in run.submissions) else 3

@@ -141,6 +141,23 @@ def test_this_book_s_cell_limit_follows_the_profile(monkeypatch):
         assert Course.repository().cell_timeout == limit
 
 
+def test_time_limits_take_the_flag_then_the_course_then_nbgrader_s_default(tmp_path, monkeypatch):
+    from autograder.cli import CELL_TIMEOUT, NOTEBOOK_TIMEOUT, _parser, _time_limits
+    from autograder.course import Course
+
+    course = _course(tmp_path, "c.Execute.timeout = 7\n")
+    plain = _parser().parse_args(["grade", "lab"])
+    given = _parser().parse_args(["grade", "lab", "--timeout", "3", "--notebook-timeout", "40"])
+    assert _time_limits(plain, Course.at(course)) == (7, NOTEBOOK_TIMEOUT)
+    assert _time_limits(given, Course.at(course)) == (3, 40)
+    assert _time_limits(plain, Course.at(_course(tmp_path / "other"))) == (CELL_TIMEOUT, NOTEBOOK_TIMEOUT)
+    monkeypatch.setenv("NLPBOOK_PROFILE", "standard")
+    assert _time_limits(plain, Course.repository()) == (600, 1800)
+    # check-tests has no --notebook-timeout; its cell limit is resolved the same way.
+    checking = _parser().parse_args(["check-tests", "lab", "--timeout", "5"])
+    assert _time_limits(checking, Course.at(course))[0] == 5
+
+
 def test_a_course_folder_s_mistakes_are_named(tmp_path):
     missing = run_autograder("grade", "lab", "--course", str(tmp_path / "nope"))
     assert missing.returncode == 2 and f"--course {tmp_path / 'nope'}: no such folder" in missing.stderr
