@@ -1,8 +1,9 @@
 """BERT's tokenizer: basic splitting, then WordPiece's greedy longest-match-first pieces.
 
 Chapter 6 reads it; the exercise asks for :func:`wordpiece` itself.  It follows the
-uncased BERT tokenizer (``transformers.BertTokenizer`` with ``do_lower_case=True``)
-and is tested against it on whole corpora:
+uncased BERT tokenizer (``transformers``' ``BertTokenizerFast`` in Rust and
+``BertTokenizerLegacy`` in Python, with ``do_lower_case=True``) and is tested against
+both on whole corpora:
 
 1. clean: drop control characters and U+FFFD, map every whitespace to a space;
 2. split CJK ideographs into words of their own;
