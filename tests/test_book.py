@@ -253,7 +253,7 @@ def test_a_reader_can_open_every_check_of_the_text():
         for cell in jupytext.read(REPO / f"{name}.md").cells:
             if cell.cell_type == "code" and NEVER_SHOWN & set(cell.metadata.get("tags", [])):
                 buried += [f"{name}: {line.strip()[:70]}" for line in cell.source.splitlines()
-                           if re.match(r"(nlpbook\.)?claim\(", line)]
+                           if re.match(r"\s*(nlpbook\.)?claim\(", line)]
     assert not buried, "claims in cells a reader cannot open:\n" + "\n".join(buried)
 
 
