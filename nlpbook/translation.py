@@ -186,6 +186,25 @@ def _cut(bpe: BPE, words: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(piece for word in words for piece in bpe.encode_word(word))
 
 
+# Where each group of source lengths starts, in tokens (words and punctuation marks): about a
+# quarter of the Bible test verses of at most 20 words a side fall in each group.
+SOURCE_LENGTH_STARTS = (1, 15, 18, 21)
+
+
+def source_length_groups(pairs: list[Pair], starts: tuple[int, ...] = SOURCE_LENGTH_STARTS
+                         ) -> list[tuple[str, list[int]]]:
+    """The indices of ``pairs`` grouped by the length of their source in tokens, as
+    ``pretokenize`` cuts it (so punctuation marks count): a group per start, from that start up
+    to the next, the last one open; each with a label such as ``"15-17"`` (the last group's
+    label ends at the longest source).  Every pair of at least ``starts[0]`` tokens is in one
+    group, so no verse is left out of a comparison by length."""
+    lengths = [len(pair.source) for pair in pairs]
+    longest = max(lengths, default=starts[-1])
+    ends = [start - 1 for start in starts[1:]] + [max(longest, starts[-1])]
+    return [(f"{low}-{high}", [i for i, n in enumerate(lengths) if low <= n <= high])
+            for low, high in zip(starts, ends)]
+
+
 def pieces_to_words(pieces: list[str]) -> tuple[str, ...]:
     """BPE pieces back to words ("seign", "eur</w>" -> "seigneur"); an unfinished last word is kept."""
     return tuple(BPE.decode(pieces).split())

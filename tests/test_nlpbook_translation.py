@@ -116,6 +116,23 @@ def test_bible_translation_cuts_each_side_with_its_own_bpe_and_keeps_the_words()
     assert pieces_to_words(["seign", "eur</w>", "di"]) == ("seigneur", "di")
 
 
+def test_source_length_groups_put_every_pair_in_one_group_punctuation_counted():
+    from nlpbook.translation import bible_translation, source_length_groups
+
+    pairs = [Pair(("a",) * n, ("b",)) for n in (3, 5, 6, 9, 12)]
+    assert source_length_groups(pairs, starts=(1, 5, 9)) == [
+        ("1-4", [0]), ("5-8", [1, 2]), ("9-12", [3, 4])]
+    # An empty group keeps its place; the last one's label ends at its own start then.
+    assert source_length_groups(pairs[:1], starts=(1, 5)) == [("1-4", [0]), ("5-5", [])]
+    # On the Bible verses of at most 20 words, over a quarter of the test sources have more than 20
+    # tokens (punctuation counts); each is in exactly one of the four default groups.
+    test = bible_translation(max_words=20, merges=300).words.test
+    groups = source_length_groups(test)
+    assert sorted(i for _, indices in groups for i in indices) == list(range(len(test)))
+    assert any(len(test[i].source) > 20 for i in groups[-1][1])
+    assert all(len(indices) > len(test) / 8 for _, indices in groups)
+
+
 def test_bible_tensors_encode_the_pairs_with_vocabularies_of_the_training_pairs():
     from nlpbook.translation import BOS, bible_tensors, bible_translation, to_tensors
 
