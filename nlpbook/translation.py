@@ -191,8 +191,21 @@ def _cut(bpe: BPE, words: tuple[str, ...]) -> tuple[str, ...]:
 SOURCE_LENGTH_STARTS = (1, 15, 18, 21)
 
 
+class LengthGroup(NamedTuple):
+    """One group of :func:`source_length_groups`: its ``label`` ("15-17", for a plot's axis) and
+    the ``indices`` of its pairs."""
+
+    label: str
+    indices: list[int]
+
+    @property
+    def in_words(self) -> str:
+        """The label as a sentence says it: "15 to 17"."""
+        return self.label.replace("-", " to ")
+
+
 def source_length_groups(pairs: list[Pair], starts: tuple[int, ...] = SOURCE_LENGTH_STARTS
-                         ) -> list[tuple[str, list[int]]]:
+                         ) -> list[LengthGroup]:
     """The indices of ``pairs`` grouped by the length of their source in tokens, as
     ``pretokenize`` cuts it (so punctuation marks count): a group per start, from that start up
     to the next, the last one open; each with a label such as ``"15-17"`` (the last group's
@@ -201,7 +214,7 @@ def source_length_groups(pairs: list[Pair], starts: tuple[int, ...] = SOURCE_LEN
     lengths = [len(pair.source) for pair in pairs]
     longest = max(lengths, default=starts[-1])
     ends = [start - 1 for start in starts[1:]] + [max(longest, starts[-1])]
-    return [(f"{low}-{high}", [i for i, n in enumerate(lengths) if low <= n <= high])
+    return [LengthGroup(f"{low}-{high}", [i for i, n in enumerate(lengths) if low <= n <= high])
             for low, high in zip(starts, ends)]
 
 

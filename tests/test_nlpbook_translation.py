@@ -124,6 +124,9 @@ def test_source_length_groups_put_every_pair_in_one_group_punctuation_counted():
         ("1-4", [0]), ("5-8", [1, 2]), ("9-12", [3, 4])]
     # An empty group keeps its place; the last one's label ends at its own start then.
     assert source_length_groups(pairs[:1], starts=(1, 5)) == [("1-4", [0]), ("5-5", [])]
+    # The label as the pages' sentences say it.
+    assert [group.in_words for group in source_length_groups(pairs, starts=(1, 5, 9))] == [
+        "1 to 4", "5 to 8", "9 to 12"]
     # On the Bible verses of at most 20 words, over a quarter of the test sources have more than 20
     # tokens (punctuation counts); each is in exactly one of the four default groups.
     test = bible_translation(max_words=20, merges=300).words.test
