@@ -136,7 +136,7 @@ def lee_corpus() -> list[list[str]]:
 
 
 def wiki_corpus(min_tokens: int = 50) -> list[list[str]]:
-    """106 English Wikipedia articles (about 450,000 words), markup removed, one token list per
+    """106 English Wikipedia articles (467,482 words), markup removed, one token list per
     article; pages shorter than ``min_tokens`` words (redirects, stubs) are left out.  Parsing takes
     a few seconds the first time in a process."""
     return [list(document) for document in _wiki(min_tokens)]
@@ -147,7 +147,7 @@ WORD_CORPORA = ("lee", "lee+wiki")
 
 def word_corpus(name: str) -> list[list[str]]:
     """A word-level training corpus by name: ``lee`` (the Lee stories, about 60,000 words) or
-    ``lee+wiki`` (the Lee stories and the Wikipedia articles, about 510,000 words)."""
+    ``lee+wiki`` (the Lee stories and the Wikipedia articles, 527,058 words)."""
     if name not in WORD_CORPORA:
         raise ValueError(f"unknown word corpus {name!r}; expected one of {', '.join(WORD_CORPORA)}")
     return lee_corpus() + (wiki_corpus() if name == "lee+wiki" else [])

@@ -58,6 +58,7 @@ def normalize(vectors: torch.Tensor) -> torch.Tensor:
 
 def nearest(vectors: torch.Tensor, vocab: Vocabulary, word: str, k: int = 5) -> list[tuple[str, float]]:
     """The ``k`` words whose vectors have the highest cosine with ``word``'s, itself left out."""
+    _require_known(vocab, word)
     unit = normalize(vectors.float())
     scores = unit @ unit[vocab.index(word)]  # (V,)
     scores[vocab.index(word)] = -float("inf")
@@ -66,11 +67,20 @@ def nearest(vectors: torch.Tensor, vocab: Vocabulary, word: str, k: int = 5) -> 
 
 def analogy(vectors: torch.Tensor, vocab: Vocabulary, a: str, b: str, c: str, k: int = 1) -> list[tuple[str, float]]:
     """Answers to "a is to b as c is to ?": the words closest to b - a + c (unit vectors), a, b, c excluded."""
+    _require_known(vocab, a, b, c)
     unit = normalize(vectors.float())
     ids = [vocab.index(word) for word in (a, b, c)]
     scores = unit @ normalize(unit[ids[1]] - unit[ids[0]] + unit[ids[2]])  # (V,)
     scores[ids] = -float("inf")
     return _ranked(scores, vocab, k)
+
+
+def _require_known(vocab: Vocabulary, *words: str) -> None:
+    """A word outside the vocabulary has no vector: say so, rather than answer with the
+    unknown token's neighbours."""
+    unknown = [word for word in words if word not in vocab]
+    if unknown:
+        raise KeyError(f"no vector for {', '.join(map(repr, unknown))}: not in the vocabulary")
 
 
 def _ranked(scores: torch.Tensor, vocab: Vocabulary, k: int) -> list[tuple[str, float]]:

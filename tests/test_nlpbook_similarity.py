@@ -59,6 +59,16 @@ def test_nearest_leaves_the_word_out_and_ranks_by_cosine():
     assert similarity.nearest(vectors, vocab, "a", k=1)[0][1] == pytest.approx(10 / math.sqrt(101))
 
 
+def test_nearest_and_analogy_refuse_a_word_without_a_vector():
+    # With an unknown token in the vocabulary, the lookup alone would answer for "<unk>".
+    vocab = Vocabulary(["<unk>", "a", "b", "c"], unk="<unk>")
+    vectors = torch.eye(4)
+    with pytest.raises(KeyError, match="no vector for 'zebra'"):
+        similarity.nearest(vectors, vocab, "zebra")
+    with pytest.raises(KeyError, match="no vector for 'x', 'y'"):
+        similarity.analogy(vectors, vocab, "x", "a", "y")
+
+
 def test_unknown_words_lower_the_coverage_not_the_score():
     vocab = Vocabulary(["cat", "qwertyuiop"])
     result = similarity.evaluate_similarity(torch.ones(2, 3), vocab, "wordsim353")
