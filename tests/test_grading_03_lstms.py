@@ -49,6 +49,11 @@ class TestLstmsExercise(ChapterGrading):
             "        states, _ = nn.utils.rnn.pad_packed_sequence(states, batch_first=True,\n"
             "                                                     total_length=source.shape[1])  # (B, S, 2H)\n",
             "")]}),
+        # pads the encoder's states to the longest source of the batch, not to its columns
+        "translator-states-shorter-than-the-source": (TRANSLATOR, 4.0, {TRANSLATOR: [(
+            "        states, _ = nn.utils.rnn.pad_packed_sequence(states, batch_first=True,\n"
+            "                                                     total_length=source.shape[1])  # (B, S, 2H)\n",
+            "        states, _ = nn.utils.rnn.pad_packed_sequence(states, batch_first=True)\n")]}),
         "translator-attends-to-padding": (TRANSLATOR, 3.0, {TRANSLATOR: [
             ("torch.softmax(scores.masked_fill(~mask[:, None, :], float(\"-inf\")), dim=-1)", "torch.softmax(scores, dim=-1)")]}),
         "translator-decoder-ignores-the-encoder-state": (TRANSLATOR, 3.0, {TRANSLATOR: [
@@ -79,4 +84,9 @@ class TestLstmsExercise(ChapterGrading):
             "log_precision = sum(math.log(matches[n] / totals[n]) for n in orders) / max_order",
             "log_precision = math.log(math.prod(matches[n] / totals[n] for n in orders) ** (1 / max_order))")]},
         "greedy-max-indices": {GREEDY: [("tokens = log_probs.argmax(dim=-1)", "tokens = log_probs.max(dim=-1).indices")]},
+        # the book's pruning: only a hypothesis's beam_size best tokens can make the beam
+        "beam-topk-per-hypothesis": {BEAM: [(
+            "            for token, log_prob in enumerate(log_probs[k].tolist()):\n",
+            "            top = log_probs[k].topk(min(beam_size, log_probs.shape[-1]))\n"
+            "            for log_prob, token in zip(top.values.tolist(), top.indices.tolist()):\n")]},
     }
