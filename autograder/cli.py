@@ -14,6 +14,12 @@ from autograder.course import (CELL_TIMEOUT, NOTEBOOK_TIMEOUT, REPOSITORY_CELL_T
 log = logging.getLogger("autograder")
 
 
+SANDBOX_MODES = ("auto", "root", "userns", "none")
+SANDBOX_HELP = ("how to isolate student kernels (default: root or userns, the strongest this machine allows; "
+                "'none', without namespaces, leaves the solutions readable and must be asked for by name; the "
+                "gaps are logged)")
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m autograder", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
@@ -51,6 +57,7 @@ def _parser() -> argparse.ArgumentParser:
                        help="plant bugs only in this solution cell (repeat for several; default: every part)")
     check.add_argument("--timeout", type=int, default=None, metavar="SECONDS",
                        help="time limit per cell (default: as for grade; a training cell needs its grading time)")
+    check.add_argument("--sandbox", choices=SANDBOX_MODES, default="auto", help=SANDBOX_HELP)
 
     grade = commands.add_parser("grade", help="grade every DIR/STUDENT_ID/ASSIGNMENT/*.ipynb with nbgrader")
     grade.add_argument("assignment", metavar="ASSIGNMENT",
@@ -78,10 +85,7 @@ def _parser() -> argparse.ArgumentParser:
                             + f"; another course's {NOTEBOOK_TIMEOUT})")
     grade.add_argument("--memory-mb", type=int, default=4096, metavar="MiB",
                        help="address-space limit of each student kernel (default 4096)")
-    grade.add_argument("--sandbox", choices=("auto", "root", "userns", "none"), default="auto",
-                       help="how to isolate student kernels (default: root or userns, the strongest this "
-                            "machine allows; 'none', without namespaces, leaves the solutions readable and must "
-                            "be asked for by name; the gaps are logged)")
+    grade.add_argument("--sandbox", choices=SANDBOX_MODES, default="auto", help=SANDBOX_HELP)
     grade.add_argument("--duedate", metavar="'YYYY-MM-DD HH:MM:SS TZ'",
                        help="the assignment's due date; nbgrader measures each submission's lateness from it, "
                             "using the timestamp.txt that nbgrader collect leaves in a submission")
@@ -170,7 +174,8 @@ def main(argv: list[str] | None = None) -> int:
 
             _log_to(logging.WARNING)
             reports = check_tests(args.assignment, args.out, workers=args.workers, limit=args.limit,
-                                  timeout=_time_limits(args, course)[0], parts=args.part, course=course)
+                                  timeout=_time_limits(args, course)[0], parts=args.part, course=course,
+                                  sandbox_mode=args.sandbox)
             print(format_report(args.assignment, reports))
             return 0
 

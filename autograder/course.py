@@ -54,6 +54,14 @@ GRADING_SECTIONS = ("ClearHiddenTests", "Execute", "ExecutePreprocessor", "Autog
                     "LateSubmissionPlugin", "LimitOutput", "OverwriteCells", "SaveAutoGrades", "IgnorePattern")
 GRADING_DIRECTORY_SETTINGS = ("ignore", "include", "max_file_size")
 FOLLOWED = {"Execute.timeout", "ExecutePreprocessor.timeout"}
+# nbgrader settings that shape the student version: what counts as a solution or a hidden test and
+# what replaces it. `generate` and the grader's own registration of an assignment follow a course's
+# settings of these sections (Course.release_settings): a course that marks its hidden tests with its
+# own delimiters must never have them released because the defaults did not see them. The sections
+# that add or lock cells, or point at files of their own, are not followed, and generate says so.
+RELEASE_SECTIONS = ("ClearSolutions", "ClearHiddenTests", "ClearMarkScheme")
+UNFOLLOWED_RELEASE_SECTIONS = ("GenerateAssignment", "IncludeHeaderFooter", "LockCells", "ClearOutput",
+                               "ComputeChecksums", "CheckCellMetadata")
 
 
 @dataclass(frozen=True)
@@ -74,6 +82,9 @@ class Course:
     cell_timeout: int | None = None  # the course's own Execute.timeout, if it sets one
     notebook_timeout: int | None = None  # the course's own limit for a whole notebook, if it has one
     unfollowed: tuple[str, ...] = ()  # grading settings of its nbgrader_config.py this grader does not follow
+    # (section, name, value) of each RELEASE_SECTIONS setting of its nbgrader_config.py, which generate follows
+    release_settings: tuple[tuple[str, str, object], ...] = ()
+    release_unfollowed: tuple[str, ...] = ()  # settings of UNFOLLOWED_RELEASE_SECTIONS, which generate names
 
     @classmethod
     def repository(cls) -> "Course":
@@ -106,7 +117,12 @@ class Course:
         if timeout is not None and (not isinstance(timeout, int) or timeout < 1):
             raise CourseError(f"{folder / 'nbgrader_config.py'}: Execute.timeout = {timeout!r} is not a number "
                               "of seconds")
-        return cls(folder, **folders, cell_timeout=timeout, unfollowed=tuple(unfollowed))
+        release = tuple((section, key, value) for section in RELEASE_SECTIONS
+                        for key, value in sorted(config.get(section, {}).items()))
+        release_unfollowed = tuple(f"{section}.{key}" for section in UNFOLLOWED_RELEASE_SECTIONS
+                                   for key in sorted(config.get(section, {})))
+        return cls(folder, **folders, cell_timeout=timeout, unfollowed=tuple(unfollowed),
+                   release_settings=release, release_unfollowed=release_unfollowed)
 
     @property
     def sources(self) -> Path:

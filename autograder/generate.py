@@ -22,17 +22,23 @@ log = logging.getLogger("autograder")
 IGNORED = shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__", "*.pyc")
 
 
-def run_generate_assignment(root: Path, assignment: str, origin: Path | None = None) -> None:
+def run_generate_assignment(root: Path, assignment: str, origin: Path | None = None,
+                            release_settings: tuple = ()) -> None:
     """Run nbgrader's generate_assignment in the course directory ``root``.
 
     Reads ``root/source/ASSIGNMENT``; writes ``root/release/ASSIGNMENT`` and
     records the assignment, its cells and their checksums in the gradebook.  ``origin``, the
     instructor's folder the sources were copied from, is what an error names.
+    ``release_settings`` are the course's own (section, name, value) for the preprocessors that
+    clear solutions, hidden tests and mark schemes (``Course.release_settings``).
     """
     from nbgrader.apps import NbGraderAPI
 
     gradebook.create(gradebook.url(root))
-    api = NbGraderAPI(config=nbgrader_config(root))
+    config = nbgrader_config(root)
+    for section, name, value in release_settings:
+        config[section][name] = value
+    api = NbGraderAPI(config=config)
     result = api.generate_assignment(assignment, force=True, create=True)
     if not result["success"]:
         raise CourseError(
@@ -75,10 +81,13 @@ def generate_release(assignment: str, destination: Path | None = None, course: C
     with tempfile.TemporaryDirectory(prefix="nlpbook-generate-") as tmp:
         root = Path(tmp)
         shutil.copytree(source, root / "source" / assignment, ignore=IGNORED)
-        run_generate_assignment(root, assignment, origin=source)
+        run_generate_assignment(root, assignment, origin=source, release_settings=course.release_settings)
         replace_directory(root / "release" / assignment, destination)
     written = sorted(destination.glob("*.ipynb"))
     log.info("generated %d notebook(s) for %s into %s", len(written), assignment, destination)
+    for setting in course.release_unfollowed:
+        log.warning("%s/nbgrader_config.py sets %s, which generate does not follow: check the student "
+                    "version in %s, or generate it with nbgrader itself", course.root, setting, destination)
     if warn:
         warn_about_weaker_tests(assignment, course)
     return written

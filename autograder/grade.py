@@ -146,11 +146,20 @@ class GradingRun:
 
     @property
     def kernel_env(self) -> dict[str, str]:
-        """Added to every kernel's environment: kernels side by side share the cores, one thread
-        each unless the instructor says otherwise."""
-        if "OMP_NUM_THREADS" in os.environ:
-            return {}
-        return thread_share(self.workers)
+        """Added to every kernel's environment, here and on a cluster's workers alike. The profile
+        (and the device, where set) that sized this run's time limits, its reference run and its
+        saved results: a Dask worker started with another ``NLPBOOK_PROFILE`` would otherwise train
+        the students' models at its own size and score them against this run's targets. And the
+        cores: kernels side by side share them, one thread each unless the instructor says
+        otherwise."""
+        from nlpbook.profile import PROFILE_VARIABLE, current_profile
+
+        env = {PROFILE_VARIABLE: current_profile()}
+        if os.environ.get("NLPBOOK_DEVICE"):
+            env["NLPBOOK_DEVICE"] = os.environ["NLPBOOK_DEVICE"]
+        if "OMP_NUM_THREADS" not in os.environ:
+            env.update(thread_share(self.workers))
+        return env
 
     def settings(self) -> jobs.Settings:
         return jobs.Settings(mode=self.sandbox_mode, drop_user=self.drop_user, limits=self.limits,
@@ -203,9 +212,9 @@ def set_up_sandbox(run: GradingRun) -> None:
     except ValueError as error:
         raise CourseError(str(error)) from None
     run.drop_user = run.sandbox_mode == "root" or (run.sandbox_mode == "none" and sandbox.can_drop_user(sandbox.SANDBOX_UID))
-    log.info("sandbox: mode %s%s; limits: %s; cell %d s, notebook %d s", run.sandbox_mode,
+    log.info("sandbox: mode %s%s; limits: %s; cell %d s, notebook %d s; kernels run with %s", run.sandbox_mode,
              f", user ids from {sandbox.SANDBOX_UID}" if run.drop_user else "", run.limits, run.timeout,
-             run.notebook_timeout)
+             run.notebook_timeout, " ".join(f"{k}={v}" for k, v in run.kernel_env.items()))
     for missing in sandbox.missing_protections(run.sandbox_mode, run.drop_user):
         log.warning("SANDBOX PROTECTION MISSING: %s", missing)
     if not run.scheduler:  # this machine's kernels come from one zygote; it imports while we go on
@@ -310,7 +319,7 @@ def prepare_course(run: GradingRun) -> None:
     shutil.copytree(run.origin.folder(run.assignment), run.course / "source" / run.assignment, ignore=IGNORED)
     _write_course_config(run.course, run.timeout, run.notebook_timeout, run.db)
     run.course_key = _digest([run.assignment, *_flat(_files(run.course / "source")), *_flat(_code()),
-                              *_kernel_environment()])
+                              *_kernel_environment(), repr(run.origin.release_settings)])
 
 
 def _kernel_environment() -> list[str]:
@@ -427,7 +436,7 @@ def register_assignment(run: GradingRun) -> None:
         shutil.copyfile(saved / "gradebook.db", run.course / "gradebook.db")
         shutil.copytree(saved / "release", run.course / "release", dirs_exist_ok=True)
         return
-    run_generate_assignment(run.course, run.assignment)
+    run_generate_assignment(run.course, run.assignment, release_settings=run.origin.release_settings)
     _keep(run, "registration", {"gradebook.db": (run.course / "gradebook.db").read_bytes(),
                                 **{f"release/{k}": v for k, v in _files(run.course / "release").items()}})
 

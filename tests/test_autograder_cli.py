@@ -185,3 +185,19 @@ def test_relative_folders_are_graded_from_where_the_command_runs(tmp_path):
                              "--workers", "1"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
     assert (tmp_path / "out" / "grades.csv").read_text().splitlines()[1].startswith("lab,,,ada,")
+
+
+def test_check_tests_takes_grade_s_sandbox_modes_so_it_runs_where_grade_does(monkeypatch):
+    # On a machine without namespaces, grade's message says "pass --sandbox none": check-tests,
+    # which grades every mutant with the same grader, must accept it too.
+    import autograder.mutants
+    from autograder.cli import main
+
+    seen = {}
+    monkeypatch.setattr(autograder.mutants, "check_tests",
+                        lambda assignment, out, **options: seen.update(options) or [])
+    monkeypatch.setattr(autograder.mutants, "format_report", lambda assignment, reports: "")
+    assert main(["check-tests", "04-attention", "--sandbox", "none"]) == 0
+    assert seen["sandbox_mode"] == "none"
+    assert main(["check-tests", "04-attention"]) == 0
+    assert seen["sandbox_mode"] == "auto"

@@ -298,3 +298,55 @@ def test_check_tests_plants_bugs_in_a_course_where_it_lives(tmp_path):
     assert "square                              2 / 2    caught" in result.stdout
     assert (tmp_path / "out" / "release" / "partial" / "partial.ipynb").is_file()
     assert not (COURSE / "release").exists() and not (COURSE / "gradebook.db").exists()
+
+
+OWN_DELIMITERS = """c = get_config()
+c.ClearSolutions.begin_solution_delimeter = "BEGIN MY SOLUTION"
+c.ClearSolutions.end_solution_delimeter = "END MY SOLUTION"
+c.ClearSolutions.code_stub = {"python": "# write your answer here\\nraise NotImplementedError()"}
+c.ClearHiddenTests.begin_test_delimeter = "BEGIN SECRET TESTS"
+c.ClearHiddenTests.end_test_delimeter = "END SECRET TESTS"
+"""
+
+
+def _own_delimiters_course(root: Path) -> Path:
+    """A course whose nbgrader_config.py marks solutions and hidden tests with delimiters of its own."""
+    meta = lambda **grading: {"nbgrader": {"schema_version": 3, "locked": False, "points": 0,  # noqa: E731
+                                           "solution": False, "grade": False, **grading}}
+    notebook = new_notebook(cells=[
+        new_code_cell("def square(x):\n    ### BEGIN MY SOLUTION\n    return x * x\n    ### END MY SOLUTION",
+                      metadata=meta(grade_id="square", solution=True)),
+        new_code_cell("assert square(2) == 4\n### BEGIN SECRET TESTS\nassert square(-3) == 9  # the secret one\n"
+                      "### END SECRET TESTS", metadata=meta(grade_id="square_tests", grade=True, points=1,
+                                                            locked=True)),
+    ])
+    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    (root / "source" / "lab").mkdir(parents=True)
+    nbformat.write(notebook, root / "source" / "lab" / "lab.ipynb")
+    (root / "nbgrader_config.py").write_text(OWN_DELIMITERS)
+    return root
+
+
+def test_generate_follows_the_course_s_own_delimiters_and_releases_no_hidden_test(tmp_path):
+    # Plain nbgrader, run in a copy of the course (it reads the nbgrader_config.py of the folder it runs
+    # in), is the reference; before the grader followed these settings, its release kept the secret test.
+    ours, plain = _own_delimiters_course(tmp_path / "ours"), _own_delimiters_course(tmp_path / "plain")
+    env = {**os.environ, "PATH": f"{NBGRADER.parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    reference = subprocess.run([str(NBGRADER), "generate_assignment", "lab", "--force"], cwd=plain,
+                               capture_output=True, text=True, timeout=300, env=env)
+    assert reference.returncode == 0, reference.stderr[-3000:]
+    result = subprocess.run([sys.executable, "-m", "autograder", "generate", "lab", "--course", str(ours)],
+                            capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    released = nbformat.read(ours / "release" / "lab" / "lab.ipynb", as_version=4)
+    text = "\n".join(cell.source for cell in released.cells)
+    assert "the secret one" not in text and "return x * x" not in text and "# write your answer here" in text
+    expected = nbformat.read(plain / "release" / "lab" / "lab.ipynb", as_version=4)
+    assert [(c.source, c.metadata.get("nbgrader")) for c in released.cells] == [
+        (c.source, c.metadata.get("nbgrader")) for c in expected.cells]
+    # A setting of a release step generate does not follow is named, not silently dropped.
+    (ours / "nbgrader_config.py").write_text(OWN_DELIMITERS + "c.LockCells.lock_all_cells = True\n")
+    warned = subprocess.run([sys.executable, "-m", "autograder", "generate", "lab", "--course", str(ours)],
+                            capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert warned.returncode == 0, warned.stderr[-3000:]
+    assert "sets LockCells.lock_all_cells, which generate does not follow" in warned.stderr

@@ -31,8 +31,24 @@ def test_the_share_is_read_before_pytorch_so_it_takes():
 def test_kernels_of_a_grading_run_share_the_cores_unless_the_instructor_set_threads(monkeypatch, tmp_path):
     monkeypatch.setattr(os, "cpu_count", lambda: 8)
     monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    monkeypatch.setenv("NLPBOOK_PROFILE", "quick")
     run = GradingRun.__new__(GradingRun)
     run.workers = 4
-    assert run.kernel_env == {"OMP_NUM_THREADS": "2", "MKL_NUM_THREADS": "2"}
+    assert run.kernel_env == {"NLPBOOK_PROFILE": "quick", "OMP_NUM_THREADS": "2", "MKL_NUM_THREADS": "2"}
     monkeypatch.setenv("OMP_NUM_THREADS", "3")
-    assert run.kernel_env == {}
+    assert run.kernel_env == {"NLPBOOK_PROFILE": "quick"}
+
+
+def test_every_kernel_gets_the_coordinators_profile_and_device_whatever_its_workers_have(monkeypatch):
+    # A Dask worker builds each kernel's environment from its own; the run's settings travel
+    # with every job and win (autograder.execute), so the profile the limits and the reference
+    # run were sized for is the one the students' models train in.
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    run = GradingRun.__new__(GradingRun)
+    run.workers = 2
+    monkeypatch.delenv("NLPBOOK_PROFILE", raising=False)
+    monkeypatch.delenv("NLPBOOK_DEVICE", raising=False)
+    assert run.kernel_env == {"NLPBOOK_PROFILE": "standard"}  # the book's default, named
+    monkeypatch.setenv("NLPBOOK_PROFILE", "full")
+    monkeypatch.setenv("NLPBOOK_DEVICE", "cpu")
+    assert run.kernel_env == {"NLPBOOK_PROFILE": "full", "NLPBOOK_DEVICE": "cpu"}
