@@ -95,7 +95,7 @@ def _parser() -> argparse.ArgumentParser:
                        help="grade on the workers of this Dask distributed cluster instead of this machine")
     grade.add_argument("--db", metavar="URL",
                        help="publish the gradebook to this database (postgresql://USER@HOST/DB) instead of "
-                            "--out/course/gradebook.db; give each course its own database")
+                            "--out/course/gradebook.db; give each assignment its own database")
     grade.add_argument("--regrade", action="store_true",
                        help="grade every student again, even those an earlier run in --out already graded")
     grade.add_argument("--replace", action="store_true",

@@ -53,12 +53,14 @@ def first_line(error: Exception) -> str:
 GRADING_SECTIONS = ("ClearHiddenTests", "Execute", "ExecutePreprocessor", "Autograde", "AssignLatePenalties",
                     "LateSubmissionPlugin", "LimitOutput", "OverwriteCells", "SaveAutoGrades", "IgnorePattern")
 GRADING_DIRECTORY_SETTINGS = ("ignore", "include", "max_file_size")
-FOLLOWED = {"Execute.timeout", "ExecutePreprocessor.timeout"}
+FOLLOWED = {"Execute.timeout", "ExecutePreprocessor.timeout", "ClearHiddenTests.begin_test_delimeter",
+            "ClearHiddenTests.end_test_delimeter"}
 # nbgrader settings that shape the student version: what counts as a solution or a hidden test and
-# what replaces it. `generate` and the grader's own registration of an assignment follow a course's
-# settings of these sections (Course.release_settings): a course that marks its hidden tests with its
-# own delimiters must never have them released because the defaults did not see them. The sections
-# that add or lock cells, or point at files of their own, are not followed, and generate says so.
+# what replaces it. `generate`, and `grade` in all it does (its registration of the assignment, the
+# verdicts and the feedback that must not quote hidden tests), follow a course's settings of these
+# sections (Course.release_settings): a course that marks its hidden tests with its own delimiters
+# must never have them released or quoted because the defaults did not see them. The sections that
+# add or lock cells, or point at files of their own, are not followed, and generate says so.
 RELEASE_SECTIONS = ("ClearSolutions", "ClearHiddenTests", "ClearMarkScheme")
 UNFOLLOWED_RELEASE_SECTIONS = ("GenerateAssignment", "IncludeHeaderFooter", "LockCells", "ClearOutput",
                                "ComputeChecksums", "CheckCellMetadata")
@@ -191,11 +193,14 @@ def assignments() -> list[str]:
     return Course.repository().assignments()
 
 
-def nbgrader_config(root: Path, *, timeout: int = CELL_TIMEOUT, notebook_timeout: int = NOTEBOOK_TIMEOUT) -> Config:
+def nbgrader_config(root: Path, *, timeout: int = CELL_TIMEOUT, notebook_timeout: int = NOTEBOOK_TIMEOUT,
+                    release_settings: tuple = ()) -> Config:
     """The nbgrader configuration for a course directory at ``root``.
 
     ``timeout`` is the limit in seconds for one cell when grading, ``notebook_timeout``
     for a whole notebook.  The solution's check records live in ``root/reference``.
+    ``release_settings`` are the course's own (section, name, value) for the preprocessors that
+    clear solutions, hidden tests and mark schemes (``Course.release_settings``).
     """
     # Imported here so that `import autograder.course` stays light.
     from autograder import gradebook
@@ -223,4 +228,6 @@ def nbgrader_config(root: Path, *, timeout: int = CELL_TIMEOUT, notebook_timeout
     # Feedback goes to students: it must never quote the hidden tests.
     config.GenerateFeedback.preprocessors = feedback_preprocessors()
     config.GenerateFeedback.exporter_class = FeedbackExporter
+    for section, name, value in release_settings:
+        config[section][name] = value
     return config

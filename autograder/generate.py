@@ -35,10 +35,7 @@ def run_generate_assignment(root: Path, assignment: str, origin: Path | None = N
     from nbgrader.apps import NbGraderAPI
 
     gradebook.create(gradebook.url(root))
-    config = nbgrader_config(root)
-    for section, name, value in release_settings:
-        config[section][name] = value
-    api = NbGraderAPI(config=config)
+    api = NbGraderAPI(config=nbgrader_config(root, release_settings=release_settings))
     result = api.generate_assignment(assignment, force=True, create=True)
     if not result["success"]:
         raise CourseError(

@@ -165,7 +165,7 @@ class GradingRun:
         return jobs.Settings(mode=self.sandbox_mode, drop_user=self.drop_user, limits=self.limits,
                              timeout=self.timeout, notebook_timeout=self.notebook_timeout, feedback=self.feedback,
                              hide=[str(p.resolve()) for p in (self.submissions_dir, self.out, *self.origin.private)],
-                             env=self.kernel_env,
+                             env=self.kernel_env, release_settings=self.origin.release_settings,
                              zygote=self.zygote.path if self.zygote else "")
 
     def handed_in(self) -> list[Submission]:
@@ -246,7 +246,11 @@ def find_submissions(run: GradingRun) -> None:
 
 def _find_notebooks(run: GradingRun, submission: Submission) -> Submission:
     folder = submission.folder
-    if folder.is_symlink() or not folder.is_dir():
+    if folder.is_symlink():  # never followed: it could lead to a classmate's hand-in or anywhere else
+        submission.status = "missing"
+        submission.flag(f"{folder}: a link, not a folder; scored 0")
+        return submission
+    if not folder.is_dir():
         submission.status = "missing"
         # A notebook elsewhere in the student's folder is a hand-in in the wrong place, not none at all.
         elsewhere = sorted(str(p.relative_to(folder.parent)) for p in folder.parent.rglob("*.ipynb"))[:3]
@@ -317,7 +321,7 @@ def prepare_course(run: GradingRun) -> None:
     run.staging = run.out / f".staging-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
     run.staging.mkdir()
     shutil.copytree(run.origin.folder(run.assignment), run.course / "source" / run.assignment, ignore=IGNORED)
-    _write_course_config(run.course, run.timeout, run.notebook_timeout, run.db)
+    _write_course_config(run.course, run.timeout, run.notebook_timeout, run.db, run.origin.release_settings)
     run.course_key = _digest([run.assignment, *_flat(_files(run.course / "source")), *_flat(_code()),
                               *_kernel_environment(), repr(run.origin.release_settings)])
 
@@ -403,7 +407,8 @@ def _code() -> dict[str, bytes]:
             for name, data in _files(REPO_ROOT / package, "*.py").items()}
 
 
-def _write_course_config(course: Path, timeout: int, notebook_timeout: int, db: str | None) -> None:
+def _write_course_config(course: Path, timeout: int, notebook_timeout: int, db: str | None,
+                         release_settings: tuple = ()) -> None:
     # The same configuration as the grader's (one source: autograder.course.nbgrader_config),
     # computed from the file's own folder so that it still holds after the folder is moved.
     (course / "nbgrader_config.py").write_text(
@@ -413,7 +418,7 @@ def _write_course_config(course: Path, timeout: int, notebook_timeout: int, db: 
         "from autograder.course import nbgrader_config\n\n"
         "c = get_config()  # noqa: F821\n"
         f"c.merge(nbgrader_config(Path(__file__).resolve().parent, timeout={timeout}, "
-        f"notebook_timeout={notebook_timeout}))\n" + (f"c.CourseDirectory.db_url = {_without_password(db)!r}\n" if db else ""),
+        f"notebook_timeout={notebook_timeout}, release_settings={release_settings!r}))\n" + (f"c.CourseDirectory.db_url = {_without_password(db)!r}\n" if db else ""),
         encoding="utf-8",
     )
 
@@ -696,11 +701,14 @@ def export_grades(run: GradingRun) -> None:
 def write_report(run: GradingRun) -> None:
     """``report.html``: the class's scores by part, the checks that failed most, time per notebook,
     and the submissions flagged for review (:mod:`autograder.report`)."""
+    from autograder.course import nbgrader_config
     from autograder.report import write_report as write
+    from autograder.verdicts import hidden_delimiters
 
     warnings = [failing_on_solution(f"{run.assignment}/{notebook}", cells)
                 for notebook, cells in run.failing_on_solution.items()]
-    write(run.staging, run.assignment, run.course, run.submissions, warnings)
+    write(run.staging, run.assignment, run.course, run.submissions, warnings,
+          hidden_delimiters(nbgrader_config(run.course, release_settings=run.origin.release_settings)))
 
 
 def publish_database(run: GradingRun) -> None:

@@ -213,7 +213,7 @@ def copy_all(source: str, target: str) -> None:
                 others = sorted(courses - {COURSE_ID, "default_course"})
                 if others:
                     raise CourseError(f"--db {where}: it holds other courses ({', '.join(others)}); "
-                                      "give each course a database of its own")
+                                      "give each assignment of each course a database of its own")
                 for table in reversed(Base.metadata.sorted_tables):
                     writing.execute(table.delete())
                 for table in Base.metadata.sorted_tables:

@@ -56,6 +56,7 @@ class Settings:
     hide: list[str] = field(default_factory=list)  # the coordinator's folders that kernels must not see
     env: dict[str, str] = field(default_factory=dict)  # added to every kernel's environment
     zygote: str = ""  # the coordinator's zygote socket; elsewhere each worker starts its own
+    release_settings: tuple = ()  # the course's own marks of solutions and hidden tests (Course.release_settings)
 
     def sandboxing(self) -> tuple:
         """What of these settings can change how a notebook runs: the sandbox and its limits (not
@@ -138,7 +139,8 @@ def _scratch() -> str | None:
 
 
 def _config(job: Job, root: Path):
-    return nbgrader_config(root, timeout=job.settings.timeout, notebook_timeout=job.settings.notebook_timeout)
+    return nbgrader_config(root, timeout=job.settings.timeout, notebook_timeout=job.settings.notebook_timeout,
+                           release_settings=job.settings.release_settings)
 
 
 def _session(job: Job, root: Path, role: str):

@@ -24,7 +24,7 @@ from nbgrader.preprocessors import (
 )
 
 from autograder.execute import SandboxedExecute
-from autograder.verdicts import HIDDEN_MARKER, TrustedVerdicts
+from autograder.verdicts import HIDDEN_BEGIN, HIDDEN_END, TrustedVerdicts, hidden_delimiters
 
 STDERR_HEADER = "[stderr, not counted against the grade]\n"
 SCRUBBED = "[a line of the hidden tests was removed here]"
@@ -154,16 +154,17 @@ def autograde_preprocessors() -> list[type]:
     ]
 
 
-def hidden_lines(nb) -> set[str]:
-    """Every line of hidden test code in ``nb`` that is long enough to be recognised."""
+def hidden_lines(nb, begin: str = HIDDEN_BEGIN, end: str = HIDDEN_END) -> set[str]:
+    """Every line of hidden test code in ``nb`` that is long enough to be recognised, the block
+    marked as nbgrader marks it: from a line holding ``begin`` to one holding ``end``."""
     lines = set()
     for cell in nb.cells:
         inside = False
         for line in cell.source.splitlines():
             stripped = line.strip()
-            if stripped == HIDDEN_MARKER:
+            if begin in stripped:
                 inside = True
-            elif stripped == "### END HIDDEN TESTS":
+            elif end in stripped:
                 inside = False
             elif inside and len(stripped) >= 12:
                 lines.add(stripped)
@@ -184,7 +185,7 @@ class ScrubHiddenTests(NbGraderPreprocessor):
     """
 
     def preprocess(self, nb, resources):
-        self._lines = hidden_lines(nb)
+        self._lines = hidden_lines(nb, *hidden_delimiters(self.config))
         return super().preprocess(nb, resources)
 
     def preprocess_cell(self, cell, resources, cell_index):

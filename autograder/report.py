@@ -17,6 +17,7 @@ from pathlib import Path
 import nbformat
 
 from autograder.preprocessors import hidden_lines, scrub
+from autograder.verdicts import HIDDEN_BEGIN, HIDDEN_END
 from autograder.verdicts import is_test_cell
 
 BINS = 5  # histogram bins from 0 to a part's points
@@ -143,11 +144,13 @@ def _without(text: str, secret: set[str]) -> str:
     return text
 
 
-def write_report(folder: Path, assignment: str, course: Path, submissions, warnings: list[str]) -> Path:
-    """``folder/report.html`` from ``folder/parts.csv`` and the course's autograded notebooks."""
+def write_report(folder: Path, assignment: str, course: Path, submissions, warnings: list[str],
+                 delimiters: tuple[str, str] = (HIDDEN_BEGIN, HIDDEN_END)) -> Path:
+    """``folder/report.html`` from ``folder/parts.csv`` and the course's autograded notebooks, whose
+    hidden blocks ``delimiters`` mark."""
     path = folder / "report.html"
     # The report may be shared (with teaching assistants, in a meeting): no line of a hidden test in it.
-    secret = set().union(*(hidden_lines(nbformat.read(source, as_version=4))
+    secret = set().union(*(hidden_lines(nbformat.read(source, as_version=4), *delimiters)
                            for source in sorted((course / "source" / assignment).glob("*.ipynb"))))
     checks = failed_checks(course / "autograded", assignment, secret)
     path.write_text(render(assignment, parts(folder / "parts.csv"), checks, submissions,

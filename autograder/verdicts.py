@@ -23,7 +23,9 @@ from traitlets import Unicode
 
 from nlpbook.checks import CHECK_MIME, compare_close, decode, decode_state, score_state, score_verdict
 
-HIDDEN_MARKER = "### BEGIN HIDDEN TESTS"
+# nbgrader's own marks of a hidden block (ClearHiddenTests' defaults); a course may set its own, and
+# nbgrader, like the grader, finds them anywhere in a line.
+HIDDEN_BEGIN, HIDDEN_END = "BEGIN HIDDEN TESTS", "END HIDDEN TESTS"
 # The reference of a test cell that fails on the instructor's own solution: graded by nbgrader's rules.
 NBGRADER_RULES = "nbgrader-rules"
 HIDDEN_PASSED = "Hidden tests passed."
@@ -141,6 +143,12 @@ def judge(reference: list[dict], student: list, stopped: str | None = None) -> s
     return None
 
 
+def hidden_delimiters(config) -> tuple[str, str]:
+    """The marks of a hidden block as ``config`` (nbgrader's, with the course's settings) sets them."""
+    settings = config.ClearHiddenTests if "ClearHiddenTests" in config else {}
+    return settings.get("begin_test_delimeter", HIDDEN_BEGIN), settings.get("end_test_delimeter", HIDDEN_END)
+
+
 class TrustedVerdicts(NbGraderPreprocessor):
     """Judge every test cell from its records; make its outputs say exactly that verdict."""
 
@@ -160,7 +168,7 @@ class TrustedVerdicts(NbGraderPreprocessor):
             return cell, resources
         grade_id = cell.metadata.nbgrader["grade_id"]
         reference = self._reference.get(grade_id)
-        hidden = HIDDEN_MARKER in cell.source
+        hidden = hidden_delimiters(self.config)[0] in cell.source
         if reference == [] and not records or reference == NBGRADER_RULES:
             # A plain nbgrader test (asserts, or a number for partial credit), or one that fails on
             # the instructor's solution: nbgrader's own rules, as trustworthy as the kernel's report

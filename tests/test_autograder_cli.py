@@ -123,10 +123,13 @@ def _course(tmp_path, config: str = ""):
 def test_a_course_folder_is_read_with_its_nbgrader_config(tmp_path):
     from autograder.course import Course
 
-    course = Course.at(_course(tmp_path, "c.Execute.timeout = 7\nc.ClearHiddenTests.begin_test_delimeter = 'X'\n"))
+    course = Course.at(_course(tmp_path, "c.Execute.timeout = 7\nc.ClearHiddenTests.begin_test_delimeter = 'X'\n"
+                                         "c.LimitOutput.max_lines = 5\nc.LockCells.lock_all_cells = True\n"))
     assert (course.sources, course.submitted) == (tmp_path / "course" / "instructor", tmp_path / "course" / "handins")
     assert course.assignments() == ["lab"] and course.cell_timeout == 7
-    assert course.unfollowed == ("ClearHiddenTests.begin_test_delimeter",)
+    assert course.unfollowed == ("LimitOutput.max_lines",)  # the delimiters are followed; a limit is not
+    assert course.release_settings == (("ClearHiddenTests", "begin_test_delimeter", "X"),)
+    assert course.release_unfollowed == ("LockCells.lock_all_cells",)
     # What kernels must not see: sources, hand-ins, nbgrader's graded notebooks and gradebook.
     assert course.sources in course.private and course.submitted in course.private
     assert tmp_path / "course" / "autograded" in course.private

@@ -571,9 +571,11 @@ def test_the_log_names_each_fault(hostile_class):
                         ("ignores-interrupts", "ignored the interrupt"),
                         ("too-slow-overall", f"time limit of {NOTEBOOK_TIMEOUT} s"),
                         ("not-utf8", "not UTF-8"), ("corrupt-json", "not a valid notebook"),
-                        ("links-a-notebook", "a link"), ("renames-the-notebook", "missing")]:
+                        ("links-a-notebook", "a link"), ("links-a-folder", "a link, not a folder"),
+                        ("renames-the-notebook", "missing")]:
         assert any(name in line and words in line for line in log.splitlines()), (name, words)
-    assert "NEEDS REVIEW not-utf8" in log and "NEEDS REVIEW corrupt-json" in log
+    for name in ("not-utf8", "corrupt-json", "links-a-notebook", "links-a-folder"):
+        assert f"NEEDS REVIEW {name}" in log, name
     stopped = {name for name in EXPECTED for line in log.splitlines()
                if f" {name}: " in line and "stopped early" in line}
     assert stopped == {"exits-the-kernel", "kills-the-kernel", "ignores-interrupts", "too-slow-overall"}, stopped

@@ -182,7 +182,12 @@ def _graded_cell(source: str, grade_id: str, *, solution: bool = False, points: 
     return cell
 
 
-def _lab_notebook(name: str) -> nbformat.NotebookNode:
+# The hidden block as nbgrader marks it by default, and as a course marks it with delimiters of its
+# own (its nbgrader_config.py's ClearHiddenTests settings), which the grader must follow alike.
+HIDDEN_MARKS = {"default": ("BEGIN HIDDEN TESTS", "END HIDDEN TESTS"), "own": ("BEGIN SECRET TESTS", "END SECRET TESTS")}
+
+
+def _lab_notebook(name: str, marks: tuple[str, str] = HIDDEN_MARKS["default"]) -> nbformat.NotebookNode:
     notebook = new_notebook(metadata={"kernelspec": {"name": "python3", "display_name": "Python 3",
                                                      "language": "python"}})
     notebook.cells = [
@@ -190,27 +195,32 @@ def _lab_notebook(name: str) -> nbformat.NotebookNode:
                      "    ### END SOLUTION", f"{name}_answer", solution=True),
         _graded_cell("import torch\nfrom nlpbook.checks import expect_close\n"
                      "expect_close(torch.tensor(float(answer())), torch.tensor(42.0), 'answer()', atol=2)\n"
-                     "### BEGIN HIDDEN TESTS\nassert answer() % 2 == 0, 'secret-parity-rule'\n"
-                     "### END HIDDEN TESTS", f"{name}_test"),
+                     f"### {marks[0]}\nassert answer() % 2 == 0, 'secret-parity-rule'\n"
+                     f"### {marks[1]}", f"{name}_test"),
     ]
     return notebook
 
 
-@pytest.fixture(scope="module")
-def lab(tmp_path_factory):
-    tmp_path = tmp_path_factory.mktemp("lab")
+@pytest.fixture(scope="module", params=sorted(HIDDEN_MARKS))
+def lab(request, tmp_path_factory):
+    marks = HIDDEN_MARKS[request.param]
+    tmp_path = tmp_path_factory.mktemp(f"lab-{request.param}")
     # A course folder of nbgrader's layout, graded where it lives with its default --out.
     course = tmp_path / "course"
     source = course / "source" / "lab_2"
     source.mkdir(parents=True)
     (source / "data.txt").write_text("42\n")
+    if request.param == "own":
+        (course / "nbgrader_config.py").write_text(
+            f"c = get_config()\nc.ClearHiddenTests.begin_test_delimeter = {marks[0]!r}\n"
+            f"c.ClearHiddenTests.end_test_delimeter = {marks[1]!r}\n")
     for name in ("first", "second"):
-        nbformat.write(_lab_notebook(name), source / f"{name}.ipynb")
+        nbformat.write(_lab_notebook(name, marks), source / f"{name}.ipynb")
     submissions = course / "submitted"
     for student, value in (("reads", None), ("right", "return 42"), ("odd", "return 43")):
         (submissions / student / "lab_2").mkdir(parents=True)
         for name in ("first", "second"):
-            notebook = _lab_notebook(name)
+            notebook = _lab_notebook(name, marks)
             if value:
                 notebook.cells[0].source = f"def answer():\n    {value}"
             nbformat.write(notebook, submissions / student / "lab_2" / f"{name}.ipynb")
@@ -219,6 +229,7 @@ def lab(tmp_path_factory):
     out = course / "graded" / "lab_2"
     with open(out / "grades.csv", newline="") as handle:
         grades = {row["student_id"]: float(row["score"]) for row in csv.DictReader(handle)}
+    assert "does not follow" not in result.stderr  # the delimiters are followed, not merely named
     return {"grades": grades, "out": out}
 
 
@@ -230,6 +241,7 @@ def test_a_failing_hidden_assert_beside_a_passing_check_is_a_failure_and_is_neve
     assert lab["grades"]["odd"] == 0.0  # 43 is within the check's tolerance of 42, but odd
     pages = [p.read_text(encoding="utf-8") for p in (lab["out"] / "feedback").rglob("*.html")]
     assert len(pages) == 6 and not any("secret-parity-rule" in page for page in pages)
+    assert "secret-parity-rule" not in (lab["out"] / "report.html").read_text(encoding="utf-8")
 
 
 
