@@ -6,8 +6,8 @@
 Pages state their qualitative results through ``nlpbook.claim`` (``nlpbook/claims.py``).  This
 script builds the whole book into an empty folder (no execution cache, so every page runs) in
 the chosen profile, with ``$NLPBOOK_CLAIMS_LOG`` pointing at a fresh file, then prints every
-claim with its status, chapter and figures, and a count per status.  In ``standard`` (about an
-hour and a half on 2 cores) and ``full`` a false claim also fails its page's build; in
+claim with its status, chapter and figures, and a count per status.  In ``standard`` (about two
+and a half hours on 2 cores) and ``full`` a false claim also fails its page's build; in
 ``quick`` claims are recorded as unchecked.  Exit status: 1 when a claim failed or the build
 failed, else 0.  It is not a timed test.
 """
