@@ -10,6 +10,7 @@ rest marked as not run) when the kernel dies or ignores an interrupt.
 """
 from __future__ import annotations
 
+import ast
 import contextlib
 import dataclasses
 import os
@@ -29,12 +30,13 @@ from jupyter_core.utils import run_sync
 from nbclient.exceptions import CellTimeoutError, DeadKernelError
 from nbformat.v4 import nbbase, new_output
 from nbgrader.preprocessors import Execute
-from traitlets import DottedObjectName, Integer, Type, Unicode
+from traitlets import Bool, DottedObjectName, Integer, Type, Unicode
 from traitlets.config import Config
 
 from autograder import sandbox
 from autograder.course import REPO_ROOT
-from autograder.verdicts import INTERRUPTED_RESOURCE, KERNEL_STOPPED, NOT_RUN, STOP_RESOURCE, overflow_record
+from autograder.verdicts import (INTERRUPTED_RESOURCE, KERNEL_STOPPED, NOT_RUN, STOP_RESOURCE, is_test_cell,
+                                 overflow_record)
 from nlpbook.checks import CHECK_MIME, GRADING_ENV
 
 # The notebook metadata key where SandboxedExecute records why it stopped a notebook early (a
@@ -154,6 +156,10 @@ class SandboxedExecute(Execute):
         64_000_000, help="Check records kept per notebook (a trained model's weights among them); past it "
                          "one overflow record stands for the rest, so the checks it replaces fail.").tag(config=True)
 
+    hide_expected = Bool(False, help="Send test cells to the kernel with the expected value of every "
+                                     "expect_close call replaced by None (a student's run: see "
+                                     "without_expected_values).").tag(config=True)
+
     def __init__(self, *args, **kwargs):
         kwargs.setdefault("kernel_manager_class", SandboxKernelManager)
         super().__init__(*args, **kwargs)
@@ -202,6 +208,9 @@ class SandboxedExecute(Execute):
                                  "traceback": [f"\x1b[0;31mCellTimeoutError\x1b[0m: interrupted: {why}"]}
         self._interrupted = False
         name = _cell_name(cell, index)
+        source = cell.source
+        if self.hide_expected and is_test_cell(cell):
+            cell.source = without_expected_values(source)
         try:
             cell, resources = super().preprocess_cell(cell, resources, index)
         except DeadKernelError:
@@ -218,6 +227,8 @@ class SandboxedExecute(Execute):
             if self._interrupted:  # and it stopped: the notebook goes on (the verdict step says why it failed)
                 resources[INTERRUPTED_RESOURCE][index] = f"interrupted: {why}"
             return cell, resources
+        finally:
+            cell.source = source  # the graded notebook and the feedback show the test as written
         cell.outputs.append(_error(KERNEL_STOPPED, self._stopped.reason))
         return cell, resources
 
@@ -262,6 +273,40 @@ class SandboxedExecute(Execute):
         return None
 
 
+def without_expected_values(source: str) -> str:
+    """``source`` with the expected value of every ``expect_close`` call replaced by ``None``.
+
+    A student's kernel runs the test cells, so the expected values they pass exist there, even
+    lazy ones (``lambda: reference(x)``), which ``nlpbook.checks`` never calls in a student's run
+    but a student's own ``expect_close``, defined over the course's, could call and send out as
+    its "actual" value: every value check would then vouch for itself. The grader takes expected
+    values from the reference run, so the kernel needs none. Only the argument's text changes,
+    its lines kept, so tracebacks point at the lines the instructor wrote; a cell that does not
+    parse is sent as it is.
+    """
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return source
+    spans = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", None)) == "expect_close":
+            expected = node.args[1] if len(node.args) > 1 else next(
+                (keyword.value for keyword in node.keywords if keyword.arg == "expected"), None)
+            if expected is not None:
+                spans.append(expected)
+    lines = source.splitlines(keepends=True)
+    offsets = [0]
+    for line in lines:
+        offsets.append(offsets[-1] + len(line.encode()))
+    data = source.encode()
+    for node in sorted(spans, key=lambda n: (n.lineno, n.col_offset), reverse=True):
+        start = offsets[node.lineno - 1] + node.col_offset  # ast's offsets count UTF-8 bytes
+        end = offsets[node.end_lineno - 1] + node.end_col_offset
+        data = data[:start] + b"None" + b"\n" * (node.end_lineno - node.lineno) + data[end:]
+    return data.decode()
+
+
 @dataclass
 class SandboxSession:
     """One sandbox folder, for one notebook run: ``with SandboxSession(...) as config: ...``."""
@@ -302,6 +347,7 @@ class SandboxSession:
         config.KernelManager.ip = str(ipc / "kernel")
         config.SandboxKernelManager.socket_root = str(ipc)
         config.SandboxKernelManager.socket_owner = self.uid if self.drop_user else -1
+        config.SandboxedExecute.hide_expected = self.role == "student"
         return config
 
     def console(self, errors_only: bool = False) -> str:

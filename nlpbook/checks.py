@@ -16,8 +16,10 @@ hiding tracebacks) changes a score.
 
 Expected values may be given as a function of no arguments (``lambda:
 reference(x)``).  While a student's notebook is graded such a function is
-never called: the expected value never exists in the student's kernel, so
-student code cannot read it from the caller's frame or tamper with it.
+never called, and the grader sends the test cells with every ``expect_close``'s
+expected value replaced by ``None``: the expected value never exists in the
+student's kernel, so student code cannot read it from the caller's frame, call
+it from an ``expect_close`` of its own, or tamper with it.
 """
 from __future__ import annotations
 
@@ -247,8 +249,13 @@ def grading_role() -> str:
 
 
 def _resolve(expected):
+    # In a student's graded run the grader judges from the reference's records and sends test
+    # cells with their expected values blanked (autograder.execute.without_expected_values), so
+    # the kernel compares nothing and computes no expected value.
+    if grading_role() == "student":
+        return _NOT_COMPUTED
     if callable(expected) and not isinstance(expected, torch.Tensor):
-        return _NOT_COMPUTED if grading_role() == "student" else expected()
+        return expected()
     return expected
 
 

@@ -12,6 +12,7 @@ from jupyter_client.manager import AsyncKernelManager
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
 from autograder.execute import STOP_KEY, SandboxedExecute
+from nbgrader.preprocessors import Execute
 
 # A cell that takes its time to stop when interrupted: longer than nbclient waits for the
 # kernel after an interrupt (iopub_timeout, 1 s in these runs), as any cell may on a busy machine.
@@ -103,3 +104,32 @@ def test_a_cell_that_will_not_stop_at_its_own_limit_is_named(source):
     assert error_names(notebook.cells[1])[-1] == "KernelStopped"
     assert error_names(notebook.cells[2]) == ["NotRun"]
     assert took < 30  # the kernel was shut down, not waited for
+
+
+def test_a_student_s_test_cells_reach_the_kernel_without_their_expected_values():
+    from autograder.execute import without_expected_values
+
+    source = ("expect_close(out, lambda: _reference(q,\n"
+              "                                     k), 'attention', atol=1e-5)  # é\n"
+              "checks.expect_close(a, expected=torch.tensor([1.0]), name='b')\n"
+              "expect_shape(out, (2, 3), 's')\n")
+    hidden = without_expected_values(source)
+    assert "_reference" not in hidden and "torch.tensor([1.0])" not in hidden
+    assert hidden.count("None") == 2 and "expect_shape(out, (2, 3), 's')" in hidden  # nothing else changes
+    assert len(hidden.splitlines()) == len(source.splitlines())  # tracebacks keep their line numbers
+    compile(hidden, "<cell>", "exec")
+    assert without_expected_values("expect_close(") == "expect_close("  # unparsable: sent as it is
+
+
+def test_the_test_cell_is_sent_blanked_in_a_student_run_and_kept_as_written(monkeypatch):
+    # What the kernel receives, seen from nbclient's side; the notebook keeps the instructor's text.
+    seen = []
+    monkeypatch.setattr(Execute, "preprocess_cell", lambda self, cell, resources, index:
+                        (seen.append(cell.source), (cell, resources))[1])
+    cell = new_code_cell("expect_close(f(), lambda: secret(), 'f')")
+    cell.metadata["nbgrader"] = {"grade": True, "solution": False, "grade_id": "t", "points": 1}
+    for hide, sent in ((True, "expect_close(f(), None, 'f')"), (False, cell.source)):
+        execute = SandboxedExecute(hide_expected=hide)
+        execute._deadline, execute._cell_timeout, execute._stopped = time.monotonic() + 60, 60, None
+        execute.preprocess_cell(cell, {"interrupted": {}}, 0)
+        assert seen[-1] == sent and cell.source == "expect_close(f(), lambda: secret(), 'f')"

@@ -98,6 +98,23 @@ def _(ctx):
     return with_cell(solved(ASSIGNMENT, NOTEBOOK), "setup", "expect_close = lambda *a, **k: None\n")
 
 
+@student("vouches-for-itself", FULL - 4)
+def _(ctx):
+    # Its own expect_close sends the expected value out as its answer: the lazy one (lambda:
+    # reference(x)) called, a literal one copied. The grader blanks every expected value before a
+    # student's kernel sees the test, so the wrong attention of part 1 is judged on its own values.
+    return with_cell(solved(ASSIGNMENT, NOTEBOOK, WRONG_ATTENTION), "setup", (
+        "import nlpbook.checks as _checks\n"
+        "from IPython.display import display as _display\n"
+        "def expect_close(actual, expected, name, **options):\n"
+        "    try:\n"
+        "        value = torch.as_tensor(expected() if callable(expected) else expected)\n"
+        "    except Exception:\n"
+        "        value = actual\n"
+        "    _display({_checks.CHECK_MIME: {'kind': 'close', 'name': name,\n"
+        "                                   'actual': _checks.encode(value, strict=True)}}, raw=True)\n"))
+
+
 @student("always-equal-object", FULL - 2)
 def _(ctx):
     notebook = solved(ASSIGNMENT, NOTEBOOK)
