@@ -19,6 +19,7 @@ name must match ``--pattern`` (:data:`CANVAS` by default; named groups
 """
 from __future__ import annotations
 
+import logging
 import re
 import shutil
 import stat
@@ -28,13 +29,19 @@ from pathlib import Path, PurePosixPath
 
 from autograder.course import CourseError
 
+log = logging.getLogger("autograder")
+# nbgrader's record of when a hand-in was submitted, which grade's --duedate measures lateness from:
+# nbgrader's exchange writes it, so a file of that name a student uploaded to an LMS is not unpacked.
+TIMESTAMP = "timestamp.txt"
 MAX_MEMBERS = 100_000
 MAX_BYTES = 4 << 30  # 4 GiB unpacked: a zip bomb stops here
 CANVAS = r"^(?P<name>[A-Za-z0-9]+)_(?:(?i:late)_)?(?P<student>\d+)_\d+_(?P<file>[^/]+?)(?:-\d+)?(?P<ext>\.[A-Za-z0-9]+)$"
 
 
-def lms_targets(archive: zipfile.ZipFile, where: Path, pattern: str, assignment: str) -> dict[str, PurePosixPath]:
-    """Member name -> ``STUDENT/ASSIGNMENT/FILE`` for a flat LMS download; ``CourseError`` on any misfit."""
+def lms_targets(archive: zipfile.ZipFile, where: Path, pattern: str, assignment: str
+                ) -> dict[str, PurePosixPath | None]:
+    """Member name -> ``STUDENT/ASSIGNMENT/FILE`` for a flat LMS download, or ``None`` for a student's
+    own ``timestamp.txt`` (left out, and logged); ``CourseError`` on any misfit."""
     regex = re.compile(pattern)
     targets: dict[str, PurePosixPath] = {}
     seen: dict[PurePosixPath, str] = {}
@@ -46,6 +53,11 @@ def lms_targets(archive: zipfile.ZipFile, where: Path, pattern: str, assignment:
             raise CourseError(f"{where}: member {member.filename!r} does not match --pattern {pattern}; "
                               "nothing was unpacked")
         target = PurePosixPath(match["student"], assignment, match["file"] + (match.groupdict().get("ext") or ""))
+        if target.name.lower() == TIMESTAMP:
+            log.warning("%s: member %r left out: a student's upload cannot say when it was submitted (%s is "
+                        "nbgrader's own record, which --duedate reads)", where, member.filename, TIMESTAMP)
+            targets[member.filename] = None
+            continue
         if target in seen:
             raise CourseError(f"{where}: members {seen[target]!r} and {member.filename!r} would both be {target}; "
                               "nothing was unpacked")
@@ -96,6 +108,8 @@ def extract_zip(zip_path: Path, out: Path, assignment: str | None = None, patter
         written = []
         try:
             for member in archive.infolist():
+                if targets and targets.get(member.filename) is None:  # a student's timestamp.txt
+                    continue
                 name = targets.get(member.filename, PurePosixPath(member.filename.replace("\\", "/")))
                 target = staging.joinpath(*name.parts)
                 if member.is_dir():

@@ -248,6 +248,15 @@ class SandboxedExecute(Execute):
             except Exception as error:  # the kernel may be gone already
                 self.log.debug("shutdown after stop: %s", error)
 
+    def _update_display_id(self, display_id, msg):
+        # nbclient applies an update_display_data here, without output(): the same allowance
+        # holds, or `handle.update(huge)` in a loop would put any amount into the graded notebook.
+        if msg["header"]["msg_type"] == "update_display_data":
+            self._output_bytes += len(str(msg.get("content", "")))
+            if self._output_bytes > self.max_output_bytes:
+                return None
+        return super()._update_display_id(display_id, msg)
+
     def output(self, outs, msg, display_id, cell_index):
         size = len(str(msg.get("content", "")))
         is_record = msg["msg_type"] == "display_data" and CHECK_MIME in msg["content"].get("data", {})
@@ -378,10 +387,14 @@ def exposed_paths(hidden: list[Path] = ()) -> list[Path]:
     package = Path(next(iter(importlib.util.find_spec("nlpbook").submodule_search_locations))).resolve()
     prefixes = {Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve()}
     candidates = {*prefixes, package, Path(sys.executable).resolve().parent.parent}
+    # The folder the grader was started from heads the path of `python -m autograder`; it is the
+    # instructor's (a home folder, with its keys and the grader's cache), and no kernel imports from it.
+    started_in = Path.cwd().resolve()
     for entry in sys.path:
         path = Path(entry).resolve() if entry and os.path.isdir(entry) else None
         # Folders of the repository on the path (tests/ under pytest) are the instructor's, not Python's.
-        if path is not None and (repo not in path.parents or any(p in path.parents for p in prefixes)):
+        if path is not None and path != started_in and (
+                repo not in path.parents or any(p in path.parents for p in prefixes)):
             candidates.add(path)
     # The repository itself, or a folder around it, would bring all of it; so would a hidden folder.
     candidates = sorted(p for p in candidates if p != repo and p not in repo.parents

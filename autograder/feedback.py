@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import re
 
-from jinja2 import BytecodeCache
+from jinja2 import BytecodeCache, pass_context
 from nbconvert.exporters import HTMLExporter
 from nbconvert.exporters.templateexporter import TemplateExporter
 from nbconvert.filters.highlight import Highlight2HTML
+from nbconvert.filters.markdown_mistune import IPythonRenderer, MarkdownWithMath
 from nbconvert.filters.widgetsdatatypefilter import WidgetsDataTypeFilter
 
 MISSING_ALT = "No description has been provided for this image"
@@ -56,7 +57,22 @@ COMPILED_TEMPLATES = CompiledTemplates()
 
 class FeedbackExporter(HTMLExporter):
     """``HTMLExporter`` with :func:`accessible` in place of its BeautifulSoup pass, and its
-    templates compiled once per process (:data:`COMPILED_TEMPLATES`)."""
+    templates compiled once per process (:data:`COMPILED_TEMPLATES`).
+
+    The HTML a Markdown cell holds is shown as text, not rendered: a student can add Markdown
+    cells, and a feedback page is opened by teaching assistants and instructors as well, whose
+    browsers must run nothing of the student's (the outputs are disarmed before, by
+    :class:`autograder.preprocessors.DisarmOutputs`)."""
+
+    @pass_context
+    def markdown2html(self, context, source):
+        cell = context.get("cell", {})
+        renderer = IPythonRenderer(
+            escape=True, attachments=cell.get("attachments", {}), embed_images=self.embed_images,
+            path=context.get("resources", {}).get("metadata", {}).get("path", ""),
+            anchor_link_text=self.anchor_link_text, exclude_anchor_links=self.exclude_anchor_links,
+            **self.lexer_options)
+        return MarkdownWithMath(renderer=renderer).render(source)
 
     def _create_environment(self):
         environment = super()._create_environment()

@@ -279,10 +279,18 @@ def _find_notebooks(run: GradingRun, submission: Submission) -> Submission:
     return submission
 
 
+# The largest hand-in the grader reads: a notebook with its plots is a few MB, and one of several
+# GB would exhaust the coordinator's memory as it is parsed, and grade nobody.
+MAX_NOTEBOOK_MB = 64
+
+
 def _unreadable(path: Path) -> str | None:
     """Why ``path`` is not a notebook nbgrader can read, or ``None``."""
     import nbformat
 
+    size = path.stat().st_size
+    if size > MAX_NOTEBOOK_MB * 2**20:
+        return f"{size / 2**20:,.1f} MiB, more than the {MAX_NOTEBOOK_MB} MiB a notebook may have"
     try:
         text = path.read_bytes().decode("utf-8")
     except UnicodeDecodeError as error:

@@ -175,6 +175,34 @@ def scrub(text: str, lines: set[str]) -> str:
     return "\n".join(SCRUBBED if any(hidden in line for hidden in lines) else line for line in text.split("\n"))
 
 
+class DisarmOutputs(NbGraderPreprocessor):
+    """Keep nothing in the feedback that a browser would run: the outputs are the student's code's.
+
+    JavaScript and widget outputs are dropped; HTML and SVG (which can carry scripts and event
+    handlers) give way to the plain-text or PNG form IPython sends beside them, or, alone, are
+    shown as text. Images, plain text and LaTeX stay as they are.
+    """
+
+    DROPPED = ("application/javascript", "text/javascript", "application/vnd.jupyter.widget-view+json")
+    ACTIVE = ("text/html", "image/svg+xml")
+
+    def preprocess_cell(self, cell, resources, cell_index):
+        for output in cell.get("outputs", []) if cell.cell_type == "code" else []:
+            data = output.get("data")
+            if not data:
+                continue
+            for mime in self.DROPPED:
+                data.pop(mime, None)
+            for mime in self.ACTIVE:
+                if mime in data:
+                    text = data.pop(mime)
+                    if not (data.keys() & {"text/plain", "image/png", "image/jpeg"}):
+                        data["text/plain"] = "".join(text) if isinstance(text, list) else text
+            if not data:
+                data["text/plain"] = "[an output the feedback does not show]"
+        return cell, resources
+
+
 class ScrubHiddenTests(NbGraderPreprocessor):
     """Remove every quotation of hidden test code from the outputs of every cell.
 
@@ -208,4 +236,4 @@ class ScrubHiddenTests(NbGraderPreprocessor):
 
 def feedback_preprocessors() -> list[type]:
     """nbgrader's feedback steps with hidden test code removed from outputs as well as sources."""
-    return [GetGrades, ScrubHiddenTests, ClearHiddenTests, CSSHTMLHeaderPreprocessor]
+    return [GetGrades, ScrubHiddenTests, DisarmOutputs, ClearHiddenTests, CSSHTMLHeaderPreprocessor]

@@ -173,8 +173,7 @@ class TrustedVerdicts(NbGraderPreprocessor):
             # A plain nbgrader test (asserts, or a number for partial credit), or one that fails on
             # the instructor's solution: nbgrader's own rules, as trustworthy as the kernel's report
             # of its errors (documented as weaker).
-            if hidden:
-                cell.outputs = _hidden_outputs(cell.outputs)
+            cell.outputs = _hidden_outputs(cell.outputs) if hidden else _no_free_credit(cell.outputs)
             return cell, resources
         errors = [o for o in cell.outputs if o.output_type == "error"]
         problem = ("no reference records for this test" if reference is None
@@ -213,6 +212,27 @@ def _cut_short(errors, resources, cell_index) -> str | None:
     return resources.get(INTERRUPTED_RESOURCE, {}).get(cell_index)
 
 
+def _partial_credit(output) -> float | None:
+    """The number nbgrader reads as partial credit from an ``execute_result``, or ``None``."""
+    text = output.get("data", {}).get("text/plain", "")
+    text = "".join(text) if isinstance(text, list) else text
+    try:
+        return float(text)
+    except ValueError:
+        return None
+
+
+def _no_free_credit(outputs) -> list:
+    """``outputs`` with a partial-credit number that is NaN or negative made 0: nbgrader gives such
+    a number the cell's full points, and a test's last expression can depend on the student's code."""
+    for output in outputs:
+        if output.output_type == "execute_result":
+            credit = _partial_credit(output)
+            if credit is not None and not credit >= 0:
+                output["data"] = {"text/plain": "0.0"}
+    return outputs
+
+
 def _hidden_outputs(outputs) -> list:
     """A plain hidden test's outputs, keeping its score and nothing that could quote it.
 
@@ -224,13 +244,11 @@ def _hidden_outputs(outputs) -> list:
             kept.append(new_output("error", ename=output.ename, evalue="a hidden test failed",
                                    traceback=[f"{output.ename}: a hidden test failed"]))
         elif output.output_type == "execute_result":
-            text = output.get("data", {}).get("text/plain", "")
-            text = "".join(text) if isinstance(text, list) else text
-            try:
-                kept.append(new_output("execute_result", data={"text/plain": repr(float(text))},
-                                       execution_count=output.get("execution_count")))
-            except ValueError:
+            credit = _partial_credit(output)
+            if credit is None:
                 continue  # not a number: nbgrader gives full credit, as for no output
+            kept.append(new_output("execute_result", data={"text/plain": repr(credit if credit >= 0 else 0.0)},
+                                   execution_count=output.get("execution_count")))
     return kept or [new_output("stream", name="stdout", text=HIDDEN_PASSED + "\n")]
 
 

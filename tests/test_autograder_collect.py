@@ -67,6 +67,18 @@ def test_a_canvas_download_is_filed_under_student_and_assignment(tmp_path):
         "submissions/1203/04-attention/attention.ipynb"]
 
 
+def test_a_timestamp_a_student_uploaded_is_left_out(tmp_path, caplog):
+    # grade measures lateness from timestamp.txt, nbgrader's own record: a student's copy would back-date a hand-in.
+    archive = _zip(tmp_path / "canvas.zip", [
+        ("lovelaceada_1201_98001_attention.ipynb", "{}", REGULAR),
+        ("lovelaceada_1201_98001_timestamp.txt", "2000-01-01 00:00:00 UTC", REGULAR),
+    ])
+    files = extract_zip(archive, tmp_path / "submissions", "04-attention")
+    assert [f.relative_to(tmp_path).as_posix() for f in files] == ["submissions/1201/04-attention/attention.ipynb"]
+    assert not (tmp_path / "submissions" / "1201" / "04-attention" / "timestamp.txt").exists()
+    assert "lovelaceada_1201_98001_timestamp.txt' left out" in caplog.text
+
+
 @pytest.mark.parametrize("members, problem", [
     ([("adalovelace_1201_98001_attention.ipynb", "{}", REGULAR), ("notes.txt", "x", REGULAR)], "does not match"),
     ([("ada_1_2_attention.ipynb", "{}", REGULAR), ("ada_1_3_attention-1.ipynb", "{}", REGULAR)], "would both be"),

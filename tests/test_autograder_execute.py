@@ -133,3 +133,11 @@ def test_the_test_cell_is_sent_blanked_in_a_student_run_and_kept_as_written(monk
         execute._deadline, execute._cell_timeout, execute._stopped = time.monotonic() + 60, 60, None
         execute.preprocess_cell(cell, {"interrupted": {}}, 0)
         assert seen[-1] == sent and cell.source == "expect_close(f(), lambda: secret(), 'f')"
+
+
+def test_updates_of_a_display_count_against_the_output_allowance():
+    # nbclient applies update_display_data outside output(): without the count, an update of
+    # 2 MB would land in the graded notebook, past the allowance of 1 MB, and one of 500 MB too.
+    flood = "h = display('x', display_id=True)\nh.update('y' * 2_000_000)"
+    notebook, _ = run(flood, timeout=20, notebook_timeout=40)
+    assert len(str(notebook.cells[0].outputs)) < 1_000_000

@@ -39,7 +39,7 @@ def test_the_same_page_with_the_same_attributes():
 
 def test_an_image_that_has_a_description_keeps_it():
     notebook = _notebook()
-    notebook.cells[0].source = '<img src="a.png" alt="the loss curve">'
+    notebook.cells[0].source = '![the loss curve](a.png)'
     ours, _ = FeedbackExporter().from_notebook_node(notebook)
     assert 'alt="the loss curve"' in ours and ours.count(f'alt="{MISSING_ALT}"') == 1
     assert nbformat.validate(notebook) is None
@@ -60,3 +60,25 @@ def test_a_second_exporter_compiles_no_template_and_writes_the_same_page(monkeyp
     second, _ = FeedbackExporter().from_notebook_node(notebook)
     assert compiled == []
     assert re.sub(uuids, "", second) == re.sub(uuids, "", first)
+
+
+def test_a_students_html_runs_in_no_readers_browser():
+    # Markdown cells (a student can add them) show their HTML as text; outputs lose what a browser
+    # would run, keeping the plain or PNG form IPython sends beside it.
+    from autograder.preprocessors import DisarmOutputs
+
+    notebook = _notebook()
+    notebook.cells[0].source = 'An answer <img src=x onerror="stolen()"> and *emphasis*'
+    notebook.cells[1].outputs = [
+        new_output("display_data", data={"text/html": "<script>stolen()</script>", "text/plain": "<HTML object>"}),
+        new_output("display_data", data={"application/javascript": "stolen()"}),
+        new_output("display_data", data={"image/svg+xml": "<svg onload='stolen()'/>"}),
+        new_output("execute_result", data={"image/png": PIXEL, "image/svg+xml": "<svg onload='stolen()'/>"},
+                   execution_count=1),
+    ]
+    for cell in notebook.cells:
+        DisarmOutputs().preprocess_cell(cell, {}, 0)
+    page, _ = FeedbackExporter().from_notebook_node(notebook)
+    assert "<script>stolen" not in page and 'onerror="stolen()"' not in page and "onload='stolen()'" not in page
+    assert "stolen()</script>" not in page and "<em>emphasis</em>" in page and "&lt;HTML object&gt;" in page
+    assert _tags(page, f'src="data:image/png;base64,{PIXEL[:20]}') == 1  # the PNG beside an SVG stays

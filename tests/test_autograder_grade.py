@@ -186,3 +186,15 @@ def test_log_names_every_student_and_the_course_opens_in_formgrader(graded_class
     course = graded_class["out"] / "course"
     assert (course / "gradebook.db").is_file() and (course / "nbgrader_config.py").is_file()
     assert not list(graded_class["out"].glob(".staging-*"))
+
+
+def test_a_notebook_too_large_to_parse_is_refused_before_it_is_read(tmp_path):
+    from autograder.grade import MAX_NOTEBOOK_MB, _unreadable
+
+    huge = tmp_path / "attention.ipynb"
+    with open(huge, "wb") as handle:  # a sparse file: no disk used, and never read
+        handle.truncate(MAX_NOTEBOOK_MB * 2**20 + 1)
+    assert _unreadable(huge) == f"64.0 MiB, more than the {MAX_NOTEBOOK_MB} MiB a notebook may have"
+    fine = tmp_path / "fine.ipynb"
+    nbformat.write(nbformat.v4.new_notebook(), fine)
+    assert _unreadable(fine) is None

@@ -13,13 +13,15 @@ import compileall
 import copy
 import csv
 import hashlib
+import os
+import shutil
 import socket
 import threading
 from pathlib import Path
 
 import nbformat
 import pytest
-from nbformat.v4 import new_code_cell
+from nbformat.v4 import new_code_cell, new_markdown_cell
 
 from autograder.course import REPO_ROOT
 from autograder.execute import STOP_KEY
@@ -115,6 +117,21 @@ def _(ctx):
         "                                   'actual': _checks.encode(value, strict=True)}}, raw=True)\n"))
 
 
+SCRIPT = "window.nlpbookPwned"  # what the hand-in below tries to run in whoever opens its feedback
+
+
+@student("injects-script", FULL)
+def _(ctx):
+    # A correct hand-in whose outputs and Markdown carry HTML, SVG and JavaScript for the feedback's readers.
+    notebook = with_cell(solved(ASSIGNMENT, NOTEBOOK), "setup", (
+        "from IPython.display import HTML as _HTML, SVG as _SVG, Javascript as _Javascript, display as _display\n"
+        f"_display(_HTML('<img src=x onerror=\"{SCRIPT}=1\"><script>{SCRIPT}=2</script>'))\n"
+        f"_display(_Javascript('{SCRIPT}=3'))\n"
+        f"_display(_SVG('<svg xmlns=\"http://www.w3.org/2000/svg\" onload=\"{SCRIPT}=4\"></svg>'))\n"))
+    notebook.cells.insert(1, new_markdown_cell(f'My answer <img src=x onerror="{SCRIPT}=5">'))
+    return notebook
+
+
 @student("always-equal-object", FULL - 2)
 def _(ctx):
     notebook = solved(ASSIGNMENT, NOTEBOOK)
@@ -174,6 +191,17 @@ def _(ctx):
         cell = grade_cell(notebook, grade_id)
         cell.source = "pass  # tests removed"
         cell.metadata.nbgrader["points"] = 100
+    return notebook
+
+
+@student("inflates-points", FULL)
+def _(ctx):
+    # A correct hand-in whose test cells claim 100 points each: nbgrader restores the points from
+    # the gradebook, so it gets the assignment's 17, not 100 a passing cell.
+    notebook = solved(ASSIGNMENT, NOTEBOOK)
+    for cell in notebook.cells:
+        if cell.metadata.get("nbgrader", {}).get("grade"):
+            cell.metadata.nbgrader["points"] = 100
     return notebook
 
 
@@ -555,6 +583,22 @@ def test_feedback_never_quotes_hidden_tests(hostile_class):
         text = html_module.unescape(page)
         for line in HIDDEN_LINES:
             assert line not in text
+
+
+def test_feedback_runs_no_script_of_the_students(hostile_class):
+    from playwright.sync_api import sync_playwright
+
+    page_path = hostile_class["out"] / "feedback" / "injects-script" / ASSIGNMENT / f"{NOTEBOOK}.html"
+    chromium = os.environ.get("NLPBOOK_CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=chromium,
+                                             args=["--no-sandbox"] if os.geteuid() == 0 else [])
+        page = browser.new_page()
+        page.goto(page_path.as_uri())
+        page.wait_for_timeout(1000)
+        ran = page.evaluate(f"typeof {SCRIPT}")
+        browser.close()
+    assert ran == "undefined"
 
 
 def _verdicts(hostile_class, name) -> dict[str, list[str]]:

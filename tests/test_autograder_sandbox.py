@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import csv
 import os
+import sys
 import threading
 import time
 
@@ -41,6 +42,18 @@ def test_of_the_repository_only_its_package_and_import_path_are_exposed():
     assert repo / "nlpbook" in paths
     assert not any(path in (repo / "solutions").parents or path == repo / "tests" for path in paths)
     assert all(not any(other in path.parents for other in paths) for path in paths)  # outermost only
+
+
+def test_the_folder_the_grader_was_started_from_is_not_exposed(tmp_path, monkeypatch):
+    # `python -m autograder` from a home folder puts it first on the import path: its keys and the
+    # grader's cache (the solution's check records) must not reach a kernel with it.
+    home = tmp_path / "home"
+    (home / ".cache" / "nlpbook-autograder").mkdir(parents=True)
+    monkeypatch.chdir(home)
+    monkeypatch.setattr(sys, "path", [str(home), *sys.path])
+    paths = exposed_paths()
+    assert home not in paths and not any(path in home.parents or home in path.parents for path in paths)
+    assert REPO_ROOT.resolve() / "nlpbook" in paths  # what kernels import is still there
 
 
 def _kernels() -> set[int]:

@@ -102,6 +102,19 @@ def test_a_plain_test_cell_keeps_nbgrader_rules_errors_and_partial_credit():
         assert determine_grade(cell)[0] == score
 
 
+@pytest.mark.parametrize("hidden", [False, True])
+def test_a_partial_credit_that_is_nan_or_negative_is_worth_nothing(hidden):
+    # nbgrader gives a number below 0 (NaN included) the cell's full points; a test's last
+    # expression, such as score(student_answer()), is the student's to make NaN.
+    from nbgrader.utils import determine_grade
+
+    source = "### BEGIN HIDDEN TESTS\nscore(f())\n### END HIDDEN TESTS" if hidden else "score(f())"
+    for text, score in (("nan", 0), ("-1", 0), ("0.5", 0.5)):
+        partial = new_output("execute_result", data={"text/plain": text}, execution_count=1)
+        cell, _ = _plain_verdicts().preprocess_cell(_test_cell(source, [partial]), {}, 0)
+        assert determine_grade(cell)[0] == score, text
+
+
 def test_a_plain_hidden_test_cell_keeps_its_score_and_quotes_nothing():
     from nbgrader.utils import determine_grade
 
