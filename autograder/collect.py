@@ -43,7 +43,7 @@ def lms_targets(archive: zipfile.ZipFile, where: Path, pattern: str, assignment:
     """Member name -> ``STUDENT/ASSIGNMENT/FILE`` for a flat LMS download, or ``None`` for a student's
     own ``timestamp.txt`` (left out, and logged); ``CourseError`` on any misfit."""
     regex = re.compile(pattern)
-    targets: dict[str, PurePosixPath] = {}
+    targets: dict[str, PurePosixPath | None] = {}
     seen: dict[PurePosixPath, str] = {}
     for member in archive.infolist():
         if member.is_dir():

@@ -228,6 +228,13 @@ def nbgrader_config(root: Path, *, timeout: int = CELL_TIMEOUT, notebook_timeout
     # Feedback goes to students: it must never quote the hidden tests.
     config.GenerateFeedback.preprocessors = feedback_preprocessors()
     config.GenerateFeedback.exporter_class = FeedbackExporter
+    config.merge(release_config(release_settings))
+    return config
+
+
+def release_config(release_settings: tuple) -> Config:
+    """The course's own (section, name, value) settings of :data:`RELEASE_SECTIONS` as a configuration."""
+    config = Config()
     for section, name, value in release_settings:
         config[section][name] = value
     return config

@@ -709,14 +709,14 @@ def export_grades(run: GradingRun) -> None:
 def write_report(run: GradingRun) -> None:
     """``report.html``: the class's scores by part, the checks that failed most, time per notebook,
     and the submissions flagged for review (:mod:`autograder.report`)."""
-    from autograder.course import nbgrader_config
+    from autograder.course import release_config
     from autograder.report import write_report as write
     from autograder.verdicts import hidden_delimiters
 
     warnings = [failing_on_solution(f"{run.assignment}/{notebook}", cells)
                 for notebook, cells in run.failing_on_solution.items()]
     write(run.staging, run.assignment, run.course, run.submissions, warnings,
-          hidden_delimiters(nbgrader_config(run.course, release_settings=run.origin.release_settings)))
+          hidden_delimiters(release_config(run.origin.release_settings)))
 
 
 def publish_database(run: GradingRun) -> None:

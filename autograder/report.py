@@ -17,8 +17,7 @@ from pathlib import Path
 import nbformat
 
 from autograder.preprocessors import hidden_lines, scrub
-from autograder.verdicts import HIDDEN_BEGIN, HIDDEN_END
-from autograder.verdicts import is_test_cell
+from autograder.verdicts import HIDDEN_BEGIN, HIDDEN_END, is_test_cell
 
 BINS = 5  # histogram bins from 0 to a part's points
 

@@ -173,7 +173,9 @@ class TrustedVerdicts(NbGraderPreprocessor):
             # A plain nbgrader test (asserts, or a number for partial credit), or one that fails on
             # the instructor's solution: nbgrader's own rules, as trustworthy as the kernel's report
             # of its errors (documented as weaker).
-            cell.outputs = _hidden_outputs(cell.outputs) if hidden else _no_free_credit(cell.outputs)
+            cell.outputs = _no_free_credit(cell.outputs)
+            if hidden:
+                cell.outputs = _hidden_outputs(cell.outputs)
             return cell, resources
         errors = [o for o in cell.outputs if o.output_type == "error"]
         problem = ("no reference records for this test" if reference is None
@@ -247,7 +249,7 @@ def _hidden_outputs(outputs) -> list:
             credit = _partial_credit(output)
             if credit is None:
                 continue  # not a number: nbgrader gives full credit, as for no output
-            kept.append(new_output("execute_result", data={"text/plain": repr(credit if credit >= 0 else 0.0)},
+            kept.append(new_output("execute_result", data={"text/plain": repr(credit)},
                                    execution_count=output.get("execution_count")))
     return kept or [new_output("stream", name="stdout", text=HIDDEN_PASSED + "\n")]
 
