@@ -84,7 +84,9 @@ def _parser() -> argparse.ArgumentParser:
                             + ", ".join(f"{limit} s in {profile}" for profile, limit in REPOSITORY_NOTEBOOK_TIMEOUT.items())
                             + f"; another course's {NOTEBOOK_TIMEOUT})")
     grade.add_argument("--memory-mb", type=int, default=4096, metavar="MiB",
-                       help="address-space limit of each student kernel (default 4096)")
+                       help="address-space limit of each process of a student kernel (default 4096); as root, where "
+                            "the machine allows memory control groups, all of a kernel's processes together may "
+                            "use this much plus its 512 MiB scratch folder")
     grade.add_argument("--sandbox", choices=SANDBOX_MODES, default="auto", help=SANDBOX_HELP)
     grade.add_argument("--duedate", metavar="'YYYY-MM-DD HH:MM:SS TZ'",
                        help="the assignment's due date; nbgrader measures each submission's lateness from it, "

@@ -237,7 +237,13 @@ class SandboxedExecute(Execute):
         code = process.poll() if process is not None else None
         if code is None:
             return "no exit status"
-        return f"killed by signal {-code}" if code < 0 else f"exit status {code}"
+        status = f"killed by signal {-code}" if code < 0 else f"exit status {code}"
+        socket_root = getattr(self.km, "socket_root", "")
+        memory = sandbox.memory_report(Path(socket_root).parent) if socket_root else {}
+        if memory.get("oom_kills"):  # the operating system killed it for the group's memory, not a bug
+            status += (f": the notebook's processes together reached the sandbox's memory limit of "
+                       f"{memory['limit_mb']} MB")
+        return status
 
     def _stop(self, stop: Stop, kill: bool = True) -> None:
         self._stopped = stop
@@ -350,7 +356,8 @@ class SandboxSession:
         env = {**sandbox.kernel_environment(), **self.env, GRADING_ENV: self.role}
         sandbox.SandboxSpec(mode=self.mode, uid=self.uid, drop_user=self.drop_user,
                             hide=[str(p) for p in self.hide], expose=[str(p) for p in exposed_paths(self.hide)],
-                            limits=self.limits, env=env, zygote=self.zygote).write(self.root)
+                            limits=self.limits, env=env, zygote=self.zygote,
+                            memory_group=sandbox.memory_group_parent() if self.mode == "root" else "").write(self.root)
         config = Config()
         config.KernelManager.transport = "ipc"
         config.KernelManager.ip = str(ipc / "kernel")

@@ -212,8 +212,11 @@ def set_up_sandbox(run: GradingRun) -> None:
     except ValueError as error:
         raise CourseError(str(error)) from None
     run.drop_user = run.sandbox_mode == "root" or (run.sandbox_mode == "none" and sandbox.can_drop_user(sandbox.SANDBOX_UID))
-    log.info("sandbox: mode %s%s; limits: %s; cell %d s, notebook %d s; kernels run with %s", run.sandbox_mode,
-             f", user ids from {sandbox.SANDBOX_UID}" if run.drop_user else "", run.limits, run.timeout,
+    group = sandbox.memory_group_parent() if run.sandbox_mode == "root" else ""
+    log.info("sandbox: mode %s%s; limits: %s; %s; cell %d s, notebook %d s; kernels run with %s", run.sandbox_mode,
+             f", user ids from {sandbox.SANDBOX_UID}" if run.drop_user else "", run.limits,
+             f"{run.limits.memory_mb + run.limits.disk_mb} MB for all of a kernel's processes (control groups in "
+             f"{group})" if group else "no limit on a kernel's processes together", run.timeout,
              run.notebook_timeout, " ".join(f"{k}={v}" for k, v in run.kernel_env.items()))
     for missing in sandbox.missing_protections(run.sandbox_mode, run.drop_user):
         log.warning("SANDBOX PROTECTION MISSING: %s", missing)

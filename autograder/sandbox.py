@@ -18,7 +18,11 @@ next to the kernel's sockets and build, with the functions here:
   shipped with the assignment;
 - an unprivileged user id (when the grader runs as root), no capabilities
   and ``no_new_privs``, and resource limits: memory, processes, open files,
-  file size, CPU time.
+  file size, CPU time;
+- in mode ``root``, where the machine lets the grader make one, a memory
+  control group (:class:`MemoryGroup`) that holds every process of the kernel,
+  so that they cannot together take more than one kernel's memory (each
+  process's own limit alone would let 256 processes take 256 times that).
 
 When the kernel exits, the namespace's first process exits with it and the
 kernel of the operating system kills every process left in the namespace.
@@ -34,6 +38,7 @@ This module imports only the standard library: its :func:`main` runs for every k
 from __future__ import annotations
 
 import ctypes
+import functools
 import json
 import os
 import resource
@@ -100,6 +105,7 @@ class SandboxSpec:
     limits: Limits = field(default_factory=Limits)
     env: dict[str, str] = field(default_factory=dict)
     zygote: str = ""  # the socket of the process that forks kernels (autograder.zygote)
+    memory_group: str = ""  # where the kernel's memory control group is made (memory_group_parent), or none
 
     def write(self, root: Path) -> None:
         path = root / SPEC_FILE
@@ -211,6 +217,7 @@ def missing_protections(mode: str, drop_user: bool) -> list[str]:
                        "permissions (read-only)")
         missing.append("process count limit: RLIMIT_NPROC would count all your processes, so it is not set; "
                        "the process namespace still ends every process when the notebook ends")
+    missing += memory_group_missing(mode)
     if mode == "none":
         missing.append("network isolation: the kernel can open network connections")
         missing.append("hidden folders: solutions/, the gradebook and other submissions are protected "
@@ -223,6 +230,15 @@ def missing_protections(mode: str, drop_user: bool) -> list[str]:
         if not drop_user:
             missing.append("unprivileged user: the kernel runs with the grader's user id")
     return missing
+
+
+def memory_group_missing(mode: str) -> list[str]:
+    """The words for a missing memory control group, if mode ``root`` runs without one."""
+    if mode != "root" or memory_group_parent():
+        return []
+    return ["memory limit for the whole sandbox: this machine lets the grader make no memory control group "
+            "(cgroup v1's memory controller, or v2 with memory delegated to the grader's group), so each of a "
+            "kernel's processes is limited to --memory-mb but together they are not"]
 
 
 def kill_user_processes(uid: int) -> None:
@@ -475,6 +491,119 @@ def lock_socket_folder(ipc: Path, alive: Callable[[], bool], uid_dropped: bool) 
     if uid_dropped:
         os.chown(ipc, 0, 0)
     ipc.chmod(0o555)
+
+
+# ------------------------------------------------------------ one memory limit for all of a kernel's processes
+
+MEMORY_GROUP_PREFIX = "nlpbook-sandbox-"
+MEMORY_FILE = "memory.json"  # what the kernel's processes used, written by the relay when they end
+
+
+def _own_groups() -> dict[str, str]:
+    """Controller -> this process's control group (``""`` for cgroup v2's single hierarchy)."""
+    groups = {}
+    for line in Path("/proc/self/cgroup").read_text(encoding="utf-8").splitlines():
+        _, controllers, path = line.split(":", 2)
+        for name in controllers.split(",") if controllers else [""]:
+            groups[name] = path
+    return groups
+
+
+@functools.lru_cache(maxsize=None)
+def memory_group_parent() -> str:
+    """The folder in which the grader (root) can make a memory control group for each kernel, or ``""``.
+
+    It is the folder of the grader's own group, so that every limit above the grader
+    (a container's) still holds for its kernels.  With cgroup v1 any such folder of the
+    memory controller will do; with v2 the grader's group must already give its children
+    the memory controller, which cannot be switched on while the group holds processes.
+    """
+    if os.geteuid() != 0:
+        return ""
+    try:
+        own = _own_groups()
+        for line in Path("/proc/self/mountinfo").read_text(encoding="utf-8").splitlines():
+            fields = line.split()
+            after = fields[fields.index("-") + 1:]  # file system type, source, options
+            version = {"cgroup": 1, "cgroup2": 2}.get(after[0])
+            if version == 1 and "memory" not in after[2].split(",") or version is None:
+                continue
+            path = own.get("memory" if version == 1 else "")
+            if path is None or not (path + "/").startswith(fields[3].rstrip("/") + "/"):
+                continue  # this process's group is not inside what the mount shows
+            folder = Path(fields[4], os.path.relpath(path, fields[3]))
+            if version == 2 and "memory" not in (folder / "cgroup.subtree_control").read_text().split():
+                continue
+            if folder.is_dir() and os.access(folder, os.W_OK):
+                return str(folder.resolve())
+    except (OSError, ValueError, IndexError):
+        pass
+    return ""
+
+
+class MemoryGroup:
+    """A memory control group holding one kernel's processes: together they use at most ``limit_mb``.
+
+    Past the limit the operating system first reclaims the group's file cache, then kills
+    the group's largest process, and nothing outside the group.  The limit counts the
+    scratch folder's files too (they live in memory), so it is the kernel's memory plus its disk.
+    """
+
+    def __init__(self, folder: Path):
+        self.folder = folder
+
+    @classmethod
+    def make(cls, parent: str, name: str, limit_mb: int) -> "MemoryGroup":
+        folder = Path(parent, MEMORY_GROUP_PREFIX + name)
+        folder.mkdir()
+        limit = str(limit_mb << 20)
+        version_2 = (folder / "memory.max").exists()
+        # Swap counts too where the machine has it: a limit on memory alone would let the group swap.
+        settings = ([("memory.max", limit), ("memory.swap.max", "0")] if version_2 else
+                    [("memory.limit_in_bytes", limit), ("memory.memsw.limit_in_bytes", limit)])
+        for setting, value in settings:
+            if (folder / setting).exists():
+                (folder / setting).write_text(value)
+        return cls(folder)
+
+    def join(self) -> None:
+        """Move this process into the group; what it starts from now on is in it too."""
+        (self.folder / "cgroup.procs").write_text("0")
+
+    def usage(self) -> dict:
+        """The group's peak memory (MB, where the machine records it) and how many of its processes were killed."""
+        def read(name: str) -> str:
+            path = self.folder / name
+            return path.read_text() if path.exists() else ""
+
+        events = read("memory.events") or read("memory.oom_control")  # v2, v1: both have "oom_kill N"
+        kills = next((int(line.split()[1]) for line in events.splitlines() if line.startswith("oom_kill ")), 0)
+        peak = read("memory.peak") or read("memory.max_usage_in_bytes")
+        limit = read("memory.max") or read("memory.limit_in_bytes")
+        return {"peak_mb": int(peak) >> 20 if peak.strip().isdigit() else None,
+                "limit_mb": int(limit) >> 20 if limit.strip().isdigit() else None, "oom_kills": kills}
+
+    def remove(self, seconds: float = 5) -> bool:
+        """Remove the group once its last process is gone (processes of an ended namespace take a moment)."""
+        deadline = time.monotonic() + seconds
+        while True:
+            try:
+                self.folder.rmdir()
+                return True
+            except FileNotFoundError:
+                return True
+            except OSError:
+                if time.monotonic() > deadline:
+                    return False
+                time.sleep(0.05)
+
+
+def memory_report(root: Path) -> dict:
+    """What the relay wrote about a kernel's memory once its processes ended (empty without a group)."""
+    try:
+        return json.loads((root / MEMORY_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
 
 
 # ------------------------------------------------------------ the kernel command

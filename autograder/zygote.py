@@ -174,39 +174,51 @@ def relay(connection: socket.socket) -> None:
     info = json.loads(Path(request["connection_file"]).read_text(encoding="utf-8"))
     root = sandbox.staging_folder(info)
     spec = sandbox.SandboxSpec.read(root)
-    sandbox.enter_namespaces(spec.mode)
-    status_read, status_write = os.pipe()
-    first = os.fork()
-    if first == 0:
-        os.close(status_read)
-        connection.close()
-        _child(first_process, spec, root, info, request["args"], status_write)
-    os.close(status_write)
-    reported = ended = None
-    while ended is None:
-        readable = select.select([connection, status_read], [], [], 0.5)[0]
-        if connection in readable:
-            message = sandbox.read_message(connection, buffer)
-            if message is None:  # the launcher is gone: so is the namespace
-                os.kill(first, signal.SIGKILL)
-            elif "signal" in message:
-                os.kill(first, int(message["signal"]))
-        if status_read in readable:
-            reported = os.read(status_read, 64) or reported
-        pid, wait_status = os.waitpid(first, os.WNOHANG)
-        if pid:
-            ended = wait_status
-    reported = reported or os.read(status_read, 64)
+    group = None
+    if spec.memory_group:  # made by the relay, as root: the kernel's user can neither leave it nor raise its limit
+        group = sandbox.MemoryGroup.make(spec.memory_group, f"{spec.uid}-{os.getpid()}",
+                                         spec.limits.memory_mb + spec.limits.disk_mb)
     try:
-        sandbox.send_message(connection, {"status": int(reported) if reported else ended})
-    except OSError:
-        pass
+        sandbox.enter_namespaces(spec.mode)
+        status_read, status_write = os.pipe()
+        first = os.fork()
+        if first == 0:
+            os.close(status_read)
+            connection.close()
+            _child(first_process, spec, root, info, request["args"], status_write, group)
+        os.close(status_write)
+        reported = ended = None
+        while ended is None:
+            readable = select.select([connection, status_read], [], [], 0.5)[0]
+            if connection in readable:
+                message = sandbox.read_message(connection, buffer)
+                if message is None:  # the launcher is gone: so is the namespace
+                    os.kill(first, signal.SIGKILL)
+                elif "signal" in message:
+                    os.kill(first, int(message["signal"]))
+            if status_read in readable:
+                reported = os.read(status_read, 64) or reported
+            pid, wait_status = os.waitpid(first, os.WNOHANG)
+            if pid:
+                ended = wait_status
+        reported = reported or os.read(status_read, 64)
+        if group is not None:  # written before the launcher ends, so the grader finds it with the exit status
+            (root / sandbox.MEMORY_FILE).write_text(json.dumps(group.usage()), encoding="utf-8")
+        try:
+            sandbox.send_message(connection, {"status": int(reported) if reported else ended})
+        except OSError:
+            pass
+    finally:
+        if group is not None:
+            group.remove()
 
 
 def first_process(spec: sandbox.SandboxSpec, root: Path, info: dict, kernel_args: list[str],
-                  status_write: int) -> None:
+                  status_write: int, group: sandbox.MemoryGroup | None = None) -> None:
     """Process 1 of the namespace: the file system, then the kernel; it reports the kernel's wait status."""
     sandbox.die_with_parent()  # if the relay is killed, the namespace ends
+    if group is not None:
+        group.join()  # before anything of the kernel's starts: every process it makes is in the group
     kernel = None
     status = None
 

@@ -5,7 +5,9 @@ depend on the sandbox, which tests/test_autograder_hostile.py exercises with who
 """
 from __future__ import annotations
 
+import json
 import time
+from types import SimpleNamespace
 
 import pytest
 from jupyter_client.manager import AsyncKernelManager
@@ -141,3 +143,16 @@ def test_updates_of_a_display_count_against_the_output_allowance():
     flood = "h = display('x', display_id=True)\nh.update('y' * 2_000_000)"
     notebook, _ = run(flood, timeout=20, notebook_timeout=40)
     assert len(str(notebook.cells[0].outputs)) < 1_000_000
+
+
+def test_a_kernel_killed_for_its_sandbox_s_memory_says_so(tmp_path):
+    # The relay writes what the kernel's memory group saw beside the socket folder; a kernel the
+    # operating system killed there is not "killed by signal 9" alone, which reads like a crash.
+    (tmp_path / "ipc").mkdir()
+    process = SimpleNamespace(poll=lambda: -9)
+    execute = SandboxedExecute()
+    execute.km = SimpleNamespace(provisioner=SimpleNamespace(process=process), socket_root=str(tmp_path / "ipc"))
+    assert execute._exit_status() == "killed by signal 9"
+    (tmp_path / "memory.json").write_text(json.dumps({"peak_mb": 3584, "limit_mb": 3584, "oom_kills": 1}))
+    assert execute._exit_status() == (
+        "killed by signal 9: the notebook's processes together reached the sandbox's memory limit of 3584 MB")

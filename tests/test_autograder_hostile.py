@@ -23,6 +23,7 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell
 
+from autograder import sandbox
 from autograder.course import REPO_ROOT
 from autograder.execute import STOP_KEY
 from conftest import run_autograder
@@ -364,6 +365,32 @@ def _(ctx):
         "    print('FORK STOPPED', children, type(error).__name__)\n"))
 
 
+# Each process stays under its own memory limit (--memory-mb 3072), but six of them hold 6 GiB together.
+# The sandbox's memory group (3,584 MB: the kernel's memory and its disk) lets at most three live; the
+# operating system kills the largest of its processes, which are the hoarders, not the kernel.
+@student("hoards-in-children", FULL)
+def _(ctx):
+    return with_cell(solved(ASSIGNMENT, NOTEBOOK), "setup", (
+        "import os, time\n"
+        "hoarders = []\n"
+        "for _ in range(6):\n"
+        "    ready, done = os.pipe()\n"
+        "    pid = os.fork()\n"
+        "    if pid == 0:\n"
+        "        hoard = b'x' * (1 << 30)\n"
+        "        os.write(done, b'1')\n"
+        "        time.sleep(3600)\n"
+        "        os._exit(0)\n"
+        "    os.close(done)\n"
+        "    os.read(ready, 1)  # it holds its GiB, or it was killed before it could say so\n"
+        "    hoarders.append(pid)\n"
+        "time.sleep(0.5)\n"
+        "alive = [pid for pid in hoarders if os.waitpid(pid, os.WNOHANG) == (0, 0)]\n"
+        "print('HOLDING', len(alive), 'GiB')\n"
+        "for pid in alive:\n"
+        "    os.kill(pid, 9)\n"))
+
+
 @student("leaves-processes", FULL)
 def _(ctx):
     return with_cell(solved(ASSIGNMENT, NOTEBOOK), "setup", (
@@ -568,6 +595,11 @@ def test_the_network_is_unreachable(hostile_class):
 def test_limits_stop_bombs_and_nothing_is_left_running(hostile_class):
     assert "FORK STOPPED" in _outputs(hostile_class, "fork-bomb")
     assert "DISK STOPPED" in _outputs(hostile_class, "fills-the-disk")
+    held = _outputs(hostile_class, "hoards-in-children")
+    if sandbox.memory_group_parent():  # 6 GiB held without the group (checked with it switched off)
+        assert int(held.split("HOLDING")[1].split()[0]) <= 3, held
+    else:  # the log says so where the machine gives no memory group
+        assert "no limit on a kernel's processes together" in _log(hostile_class)
     assert hostile_class["leftovers"] == [] and hostile_class["sandboxed"] == []
     flooded = hostile_class["out"] / "course" / "autograded" / "floods-output" / ASSIGNMENT / f"{NOTEBOOK}.ipynb"
     assert flooded.stat().st_size < 3_000_000

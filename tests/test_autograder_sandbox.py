@@ -19,7 +19,8 @@ from autograder.handins import solved, write
 
 
 def test_every_weaker_mode_names_what_it_does_not_protect():
-    assert sandbox.missing_protections("root", True) == []
+    # Mode root misses only what the machine withholds: a memory control group for each kernel.
+    assert sandbox.missing_protections("root", True) == sandbox.memory_group_missing("root")
     assert any("unprivileged user" in line for line in sandbox.missing_protections("userns", False))
     none = sandbox.missing_protections("none", False)
     for words in ("network isolation", "hidden folders", "unprivileged user", "disk quota"):
@@ -87,6 +88,40 @@ def test_grading_in_a_weaker_mode_still_grades_and_says_what_is_missing(tmp_path
     while _kernels() - before and time.monotonic() < deadline:
         time.sleep(0.1)
     assert _kernels() - before == set()
+
+
+@pytest.mark.skipif(not sandbox.memory_group_parent(), reason="this machine lets the grader make no memory group")
+def test_a_memory_group_holds_a_process_and_everything_it_starts_to_one_limit():
+    group = sandbox.MemoryGroup.make(sandbox.memory_group_parent(), f"test-{os.getpid()}", 256)
+    try:
+        ready, done = os.pipe()
+        first = os.fork()
+        if first == 0:  # pragma: no cover - child: three children of 128 MiB each, 384 MiB in a 256 MiB group
+            os.close(ready)
+            group.join()
+            hoarders = []
+            for _ in range(3):
+                pid = os.fork()
+                if pid == 0:
+                    hoard = b"x" * (128 << 20)  # noqa: F841 - held until killed
+                    time.sleep(3600)
+                    os._exit(0)
+                hoarders.append(pid)
+            time.sleep(1.5)
+            alive = [pid for pid in hoarders if os.waitpid(pid, os.WNOHANG) == (0, 0)]
+            os.write(done, str(len(alive)).encode())
+            for pid in alive:
+                os.kill(pid, 9)
+            os._exit(0)
+        os.close(done)
+        alive = int(os.read(ready, 8))
+        os.waitpid(first, 0)
+        usage = group.usage()
+    finally:
+        assert group.remove()
+    assert alive <= 1 and usage["oom_kills"] >= 2 and usage["limit_mb"] == 256
+    assert usage["peak_mb"] is None or 128 <= usage["peak_mb"] <= 256
+    assert not group.folder.exists()
 
 
 def test_a_sandbox_that_cannot_start_a_kernel_is_a_clear_error(tmp_path):
