@@ -555,7 +555,7 @@ class MemoryGroup:
     @classmethod
     def make(cls, parent: str, name: str, limit_mb: int) -> "MemoryGroup":
         folder = Path(parent, MEMORY_GROUP_PREFIX + name)
-        folder.mkdir()
+        folder.mkdir(exist_ok=True)  # one a dead relay of the same id and process id left is empty: reuse it
         limit = str(limit_mb << 20)
         version_2 = (folder / "memory.max").exists()
         # Swap counts too where the machine has it: a limit on memory alone would let the group swap.
