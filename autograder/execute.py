@@ -372,6 +372,10 @@ class SandboxSession:
                  for path in (self.root / "kernel.out", self.root / "kernel.log")[errors_only:] if path.exists()]
         return "".join(texts) or "(nothing)"
 
+    def memory(self) -> dict:
+        """What the memory group of the last kernel that ended here measured (empty without a group)."""
+        return sandbox.memory_report(self.root)
+
     def __exit__(self, *exc) -> None:
         if self.drop_user and not sandbox.end_user_processes(self.uid):
             raise RuntimeError(f"processes of the sandbox user {self.uid} would not end")

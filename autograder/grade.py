@@ -87,6 +87,7 @@ class Submission:
     score: float = 0.0
     max_score: float = 0.0
     seconds: float = 0.0
+    peak_mb: int | None = None  # the most memory its kernel's processes held together, where measured
 
     def handed_in_files(self) -> list[Path]:
         """What is graded: the notebooks, and the timestamp nbgrader reads for due dates."""
@@ -526,6 +527,8 @@ def record_reference(run: GradingRun) -> None:
             hint = "\nIf this machine cannot give that mode, choose another with --sandbox." if sandbox_failed else ""
             raise CourseError(f"{result.message}{hint}")
         saved = _keep(run, what, {k.split("/", 1)[1]: v for k, v in result.files.items()})
+        if result.peak_mb is not None:
+            log.info("reference: the solution's kernel memory at most %s MB", f"{result.peak_mb:,}")
     shutil.copytree(saved, run.course / "reference")
     for path in sorted(saved.glob(f"*{jobs.FAILING_SUFFIX}")):
         notebook = path.name.removesuffix(jobs.FAILING_SUFFIX)
@@ -612,6 +615,7 @@ def grade_submissions(run: GradingRun) -> None:
 def _merge(run: GradingRun, database, submission: Submission, result: jobs.Result, reused: bool = False) -> None:
     """Put one worker's result into the staging course: its files, and its rows in the gradebook."""
     submission.seconds = result.seconds
+    submission.peak_mb = getattr(result, "peak_mb", None)  # results saved by an older grader have none
     if not result.success:
         submission.status = "failed"
         submission.flag(f"{run.assignment}: {result.message}")
@@ -625,8 +629,9 @@ def _merge(run: GradingRun, database, submission: Submission, result: jobs.Resul
     if result.message:
         submission.flag(result.message)
     _flag_stopped_notebooks(submission, getattr(result, "stops", {}))  # results saved before stops: none
-    log.info("%-20s graded%s in %.1f s", submission.student, " (saved by an earlier run)" if reused else "",
-             result.seconds)
+    log.info("%-20s graded%s in %.1f s%s", submission.student, " (saved by an earlier run)" if reused else "",
+             result.seconds, f", kernel memory at most {submission.peak_mb:,} MB" if submission.peak_mb is not None
+             else "")
 
 
 class _Progress:
@@ -770,6 +775,11 @@ def summarize(run: GradingRun) -> None:
              counts["graded"], counts["failed"], counts["missing"], run.out)
     slowest = sorted(run.handed_in(), key=lambda s: -s.seconds)[:5]
     log.info("slowest: %s", ", ".join(f"{s.student} {s.seconds:.1f} s" for s in slowest) or "none")
+    measured = sorted((s for s in run.handed_in() if s.peak_mb is not None), key=lambda s: -s.peak_mb)
+    if measured:  # what a worker needs besides the zygote, whose imports the kernels share uncounted
+        log.info("most memory: %s (each kernel's own, beyond what it shares with the zygote; the limit: %s MB)",
+                 ", ".join(f"{s.student} {s.peak_mb:,} MB" for s in measured[:5]),
+                 f"{run.limits.memory_mb + run.limits.disk_mb:,}")
     log.info("class report: %s", run.out / "report.html")
     for submission in run.submissions:
         if submission.needs_review:

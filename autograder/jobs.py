@@ -109,6 +109,8 @@ class Result:
     # Notebooks that stopped early: notebook file name -> the grader's Stop (execute.STOP_KEY) as a dict,
     # with, for a kernel that died, "console": the last lines the kernel printed outside the notebook.
     stops: dict[str, dict] = field(default_factory=dict)
+    # The most memory the kernel's processes held together, in MB, where a memory group measured it.
+    peak_mb: int | None = None
 
 
 def run(job: Job) -> Result:
@@ -169,7 +171,7 @@ def _reference(job: Job, root: Path) -> Result:
     from autograder.execute import SandboxedExecute
     from autograder.verdicts import reference_records
 
-    files = {}
+    files, peaks = {}, []
     for path in sorted((root / "source" / job.course.assignment).glob("*.ipynb")):
         notebook = nbformat.read(str(path), as_version=4)
         session = _session(job, root, "reference")
@@ -182,6 +184,7 @@ def _reference(job: Job, root: Path) -> Result:
             except Exception as error:  # noqa: BLE001 - the kernel's own words explain it best
                 return Result(job.student, False, f"the sandbox (mode {job.settings.mode}) could not run the "
                               f"solution {path.name}: {error}\nkernel output:\n{session.console()[-3000:]}")
+            peaks.append(session.memory().get("peak_mb"))
         try:
             records, failing = reference_records(executed)
         except ValueError as error:
@@ -189,7 +192,8 @@ def _reference(job: Job, root: Path) -> Result:
         files[f"reference/{path.stem}.json"] = json.dumps(records).encode()
         if failing:  # test cells that fail on the instructor's own solution, for the grader to report
             files[f"reference/{path.stem}{FAILING_SUFFIX}"] = json.dumps(failing).encode()
-    return Result(job.student, True, files=files)
+    measured = [peak for peak in peaks if peak is not None]
+    return Result(job.student, True, files=files, peak_mb=max(measured) if measured else None)
 
 
 def _grade(job: Job, root: Path) -> Result:
@@ -206,6 +210,7 @@ def _grade(job: Job, root: Path) -> Result:
         config.merge(kernel_config)
         graded = NbGraderAPI(config=config).autograde(job.course.assignment, job.student, force=True, create=True)
         console = session.console(errors_only=True)
+        peak_mb = session.memory().get("peak_mb")
     log = graded.get("log") or ""
     if not graded["success"]:
         reason = (graded.get("error") or log or "no message").strip().splitlines()[-1]
@@ -222,7 +227,7 @@ def _grade(job: Job, root: Path) -> Result:
             if path.is_file():
                 files[path.relative_to(root).as_posix()] = path.read_bytes()
     return Result(job.student, True, message, log + (feedback.get("log") or ""), files,
-                  gradebook.student_rows(root / "gradebook.db"), stops=_stops(files, console))
+                  gradebook.student_rows(root / "gradebook.db"), stops=_stops(files, console), peak_mb=peak_mb)
 
 
 def _stops(files: dict[str, bytes], console: str) -> dict[str, dict]:

@@ -14,6 +14,7 @@ import copy
 import csv
 import hashlib
 import os
+import re
 import shutil
 import socket
 import threading
@@ -598,6 +599,11 @@ def test_limits_stop_bombs_and_nothing_is_left_running(hostile_class):
     held = _outputs(hostile_class, "hoards-in-children")
     if sandbox.memory_group_parent():  # 6 GiB held without the group (checked with it switched off)
         assert int(held.split("HOLDING")[1].split()[0]) <= 3, held
+        # The log gives each kernel's peak: the hoarder's at the group's limit, an honest one far below.
+        peaks = {name: int(mb.replace(",", "")) for name, mb in
+                 re.findall(r"(\S+) +graded in [0-9.]+ s, kernel memory at most ([0-9,]+) MB", _log(hostile_class))}
+        assert 3000 < peaks["hoards-in-children"] <= 3584 and peaks["aa-honest-first"] < 2000, peaks
+        assert "most memory: hoards-in-children" in _log(hostile_class)
     else:  # the log says so where the machine gives no memory group
         assert "no limit on a kernel's processes together" in _log(hostile_class)
     assert hostile_class["leftovers"] == [] and hostile_class["sandboxed"] == []
