@@ -8,8 +8,8 @@ import time
 import warnings
 from pathlib import Path
 
-from autograder.course import (CELL_TIMEOUT, NOTEBOOK_TIMEOUT, REPOSITORY_CELL_TIMEOUT, REPOSITORY_NOTEBOOK_TIMEOUT,
-                               Course, CourseError)
+from autograder.course import (CELL_TIMEOUT, FEEDBACK_OUTPUTS, NOTEBOOK_TIMEOUT, REPOSITORY_CELL_TIMEOUT,
+                               REPOSITORY_NOTEBOOK_TIMEOUT, Course, CourseError)
 
 log = logging.getLogger("autograder")
 
@@ -106,6 +106,12 @@ def _parser() -> argparse.ArgumentParser:
                        help="skip the students' feedback HTML (about a sixth of the time per notebook on 2 "
                             "cores); grades are the same, and a later run without this flag grades the class "
                             "again to write it")
+    grade.add_argument("--feedback-outputs", choices=FEEDBACK_OUTPUTS, default="all",
+                       help="what the feedback shows of the outputs of the students' code: all of them "
+                            "(nbgrader's way), or before-hidden-tests: from the first hidden test on, the "
+                            "students' cells show a note and test cells their verdict alone, since code run "
+                            "after a hidden test could print it in disguise (choose it when feedback reaches "
+                            "students before the deadline)")
     grade.add_argument("-v", "--verbose", action="store_true", help="print nbgrader's own log too")
     return parser
 
@@ -203,7 +209,8 @@ def main(argv: list[str] | None = None) -> int:
         run = grade(args.assignment, submissions, args.out, timeout=timeout, course=course, strict=args.strict,
                     notebook_timeout=notebook_timeout, replace=args.replace, regrade=args.regrade,
                     sandbox_mode=args.sandbox, limits=limits, workers=args.workers, scheduler=args.scheduler,
-                    db=args.db, feedback=args.feedback, duedate=args.duedate)
+                    db=args.db, feedback=args.feedback, duedate=args.duedate,
+                    feedback_outputs=args.feedback_outputs)
         return 0 if all(s.status != "failed" for s in run.submissions) else 3
     except CourseError as error:
         log.error("%s", error)

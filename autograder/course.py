@@ -193,14 +193,19 @@ def assignments() -> list[str]:
     return Course.repository().assignments()
 
 
+# What feedback shows of the outputs of students' code (cli --feedback-outputs, preprocessors.WithholdLateOutputs).
+FEEDBACK_OUTPUTS = ("all", "before-hidden-tests")
+
+
 def nbgrader_config(root: Path, *, timeout: int = CELL_TIMEOUT, notebook_timeout: int = NOTEBOOK_TIMEOUT,
-                    release_settings: tuple = ()) -> Config:
+                    release_settings: tuple = (), feedback_outputs: str = "all") -> Config:
     """The nbgrader configuration for a course directory at ``root``.
 
     ``timeout`` is the limit in seconds for one cell when grading, ``notebook_timeout``
     for a whole notebook.  The solution's check records live in ``root/reference``.
     ``release_settings`` are the course's own (section, name, value) for the preprocessors that
     clear solutions, hidden tests and mark schemes (``Course.release_settings``).
+    ``feedback_outputs`` is ``all`` or ``before-hidden-tests`` (:class:`autograder.preprocessors.WithholdLateOutputs`).
     """
     # Imported here so that `import autograder.course` stays light.
     from autograder import gradebook
@@ -228,6 +233,7 @@ def nbgrader_config(root: Path, *, timeout: int = CELL_TIMEOUT, notebook_timeout
     # Feedback goes to students: it must never quote the hidden tests.
     config.GenerateFeedback.preprocessors = feedback_preprocessors()
     config.GenerateFeedback.exporter_class = FeedbackExporter
+    config.WithholdLateOutputs.enabled = feedback_outputs == "before-hidden-tests"
     config.merge(release_config(release_settings))
     return config
 

@@ -119,6 +119,7 @@ class GradingRun:
     db: str | None = None  # a PostgreSQL (or any SQLAlchemy) URL the gradebook is published to
     progress: bool = True
     feedback: bool = True  # write each student's feedback HTML (nbgrader's generate_feedback)
+    feedback_outputs: str = "all"  # or "before-hidden-tests": see preprocessors.WithholdLateOutputs
     staging: Path | None = None
     submissions: list[Submission] = field(default_factory=list)
     hashes: dict[Path, str] = field(default_factory=dict)
@@ -165,6 +166,7 @@ class GradingRun:
     def settings(self) -> jobs.Settings:
         return jobs.Settings(mode=self.sandbox_mode, drop_user=self.drop_user, limits=self.limits,
                              timeout=self.timeout, notebook_timeout=self.notebook_timeout, feedback=self.feedback,
+                             feedback_outputs=self.feedback_outputs,
                              hide=[str(p.resolve()) for p in (self.submissions_dir, self.out, *self.origin.private)],
                              env=self.kernel_env, release_settings=self.origin.release_settings,
                              zygote=self.zygote.path if self.zygote else "")
@@ -333,7 +335,8 @@ def prepare_course(run: GradingRun) -> None:
     run.staging = run.out / f".staging-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
     run.staging.mkdir()
     shutil.copytree(run.origin.folder(run.assignment), run.course / "source" / run.assignment, ignore=IGNORED)
-    _write_course_config(run.course, run.timeout, run.notebook_timeout, run.db, run.origin.release_settings)
+    _write_course_config(run.course, run.timeout, run.notebook_timeout, run.db, run.origin.release_settings,
+                         run.feedback_outputs)
     run.course_key = _digest([run.assignment, *_flat(_files(run.course / "source")), *_flat(_code()),
                               *_kernel_environment(), repr(run.origin.release_settings)])
 
@@ -420,7 +423,7 @@ def _code() -> dict[str, bytes]:
 
 
 def _write_course_config(course: Path, timeout: int, notebook_timeout: int, db: str | None,
-                         release_settings: tuple = ()) -> None:
+                         release_settings: tuple = (), feedback_outputs: str = "all") -> None:
     # The same configuration as the grader's (one source: autograder.course.nbgrader_config),
     # computed from the file's own folder so that it still holds after the folder is moved.
     (course / "nbgrader_config.py").write_text(
@@ -430,7 +433,8 @@ def _write_course_config(course: Path, timeout: int, notebook_timeout: int, db: 
         "from autograder.course import nbgrader_config\n\n"
         "c = get_config()  # noqa: F821\n"
         f"c.merge(nbgrader_config(Path(__file__).resolve().parent, timeout={timeout}, "
-        f"notebook_timeout={notebook_timeout}, release_settings={release_settings!r}))\n" + (f"c.CourseDirectory.db_url = {_without_password(db)!r}\n" if db else ""),
+        f"notebook_timeout={notebook_timeout}, release_settings={release_settings!r}, "
+        f"feedback_outputs={feedback_outputs!r}))\n" + (f"c.CourseDirectory.db_url = {_without_password(db)!r}\n" if db else ""),
         encoding="utf-8",
     )
 
@@ -585,7 +589,7 @@ def grade_submissions(run: GradingRun) -> None:
     # What can change a grade: the course, the solution's records, the limits; not where it ran
     # or with how many threads.
     grading_terms = [run.course_key, str(run.duedate), *_flat(_files(run.course / "reference")),
-                     repr((*settings.sandboxing(), settings.feedback))]
+                     repr((*settings.sandboxing(), settings.feedback, settings.feedback_outputs))]
     database = sqlalchemy.create_engine(run.db_url)
     try:
         for submission in run.handed_in():
@@ -824,7 +828,7 @@ def grade(assignment: str, submissions: Path, out: Path, *, timeout: int = CELL_
           replace: bool = False, regrade: bool = False, sandbox_mode: str = "auto", limits: sandbox.Limits | None = None,
           workers: int | None = None, scheduler: str | None = None, db: str | None = None,
           progress: bool = True, feedback: bool = True, duedate: str | None = None, course: Course | None = None,
-          strict: bool = False) -> GradingRun:
+          strict: bool = False, feedback_outputs: str = "all") -> GradingRun:
     """Run :data:`STEPS` in order; on any error the staging folder is removed and nothing is published.
 
     ``course`` is where the assignment's source notebooks live (default: this repository's
@@ -836,7 +840,7 @@ def grade(assignment: str, submissions: Path, out: Path, *, timeout: int = CELL_
                      timeout=timeout, notebook_timeout=notebook_timeout, replace=replace, regrade=regrade,
                      sandbox_mode=sandbox_mode, limits=limits or kernel_limits(notebook_timeout),
                      workers=workers or os.cpu_count() or 1, scheduler=scheduler, db=db, progress=progress,
-                     feedback=feedback, duedate=duedate)
+                     feedback=feedback, feedback_outputs=feedback_outputs, duedate=duedate)
     try:
         for step in STEPS:
             log.debug("step %s", step.__name__)

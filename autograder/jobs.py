@@ -53,6 +53,7 @@ class Settings:
     timeout: int
     notebook_timeout: int
     feedback: bool = True  # also run nbgrader's generate_feedback (HTML for the student)
+    feedback_outputs: str = "all"  # or "before-hidden-tests" (preprocessors.WithholdLateOutputs)
     hide: list[str] = field(default_factory=list)  # the coordinator's folders that kernels must not see
     env: dict[str, str] = field(default_factory=dict)  # added to every kernel's environment
     zygote: str = ""  # the coordinator's zygote socket; elsewhere each worker starts its own
@@ -142,7 +143,8 @@ def _scratch() -> str | None:
 
 def _config(job: Job, root: Path):
     return nbgrader_config(root, timeout=job.settings.timeout, notebook_timeout=job.settings.notebook_timeout,
-                           release_settings=job.settings.release_settings)
+                           release_settings=job.settings.release_settings,
+                           feedback_outputs=job.settings.feedback_outputs)
 
 
 def _session(job: Job, root: Path, role: str):

@@ -1,6 +1,7 @@
 """The nbgrader preprocessors this course uses for autograding and feedback."""
 from __future__ import annotations
 
+import re
 import traceback
 
 import jsonschema
@@ -9,6 +10,7 @@ from nbgrader import utils
 from nbgrader.api import Gradebook
 from nbgrader.nbgraderformat import MetadataValidator
 from nbgrader.nbgraderformat.common import BaseMetadataValidator
+from nbformat.v4 import new_output
 from nbgrader.preprocessors import (
     AssignLatePenalties,
     CheckCellMetadata,
@@ -22,9 +24,11 @@ from nbgrader.preprocessors import (
     OverwriteKernelspec,
     SaveAutoGrades,
 )
+from traitlets import Bool
 
 from autograder.execute import SandboxedExecute
-from autograder.verdicts import HIDDEN_BEGIN, HIDDEN_END, TrustedVerdicts, hidden_delimiters
+from autograder.verdicts import (FAILED, HIDDEN_BEGIN, HIDDEN_END, TrustedVerdicts, hidden_delimiters,
+                                 partial_credit)
 
 STDERR_HEADER = "[stderr, not counted against the grade]\n"
 SCRUBBED = "[a line of the hidden tests was removed here]"
@@ -234,6 +238,60 @@ class ScrubHiddenTests(NbGraderPreprocessor):
         return cell, resources
 
 
+WITHHELD = ("[outputs not shown: this cell ran after a hidden test, which code running here could have printed "
+            "in disguise; your own notebook shows what it prints]")
+PASSED = "This test passed."
+
+
+class WithholdLateOutputs(NbGraderPreprocessor):
+    """With ``enabled`` (``--feedback-outputs before-hidden-tests``): nothing that the student's code
+    printed after the first hidden test ran.
+
+    A hidden test runs in the student's kernel, which keeps its source, and code that runs
+    later (the student's next cells, or their functions called by a later test) can print it
+    reversed or encoded, where :class:`ScrubHiddenTests` cannot recognise it. From the first
+    hidden test on, the student's cells show a note instead of their outputs and test cells
+    their verdict alone: the grader's own message for a failed check, the name of the error
+    (not its text) for a failed plain test, and a partial-credit number.  Hidden test cells
+    show their verdict alone already (:class:`autograder.verdicts.TrustedVerdicts`).
+    """
+
+    enabled = Bool(False, help="Withhold the outputs of cells that ran after the first hidden test.").tag(config=True)
+
+    def preprocess(self, nb, resources):
+        self._begin, self._after = hidden_delimiters(self.config)[0], False
+        return super().preprocess(nb, resources)
+
+    def preprocess_cell(self, cell, resources, cell_index):
+        if not self.enabled or cell.cell_type != "code":
+            return cell, resources
+        hidden = self._begin in cell.source
+        if self._after and not hidden:
+            cell.outputs = _verdict_alone(cell.outputs) if utils.is_grade(cell) else [
+                new_output("stream", name="stdout", text=WITHHELD + "\n")] if cell.outputs else []
+        self._after = self._after or hidden
+        return cell, resources
+
+
+def _verdict_alone(outputs) -> list:
+    kept = []
+    for output in outputs:
+        if output.output_type == "error" and output.ename == FAILED:
+            kept.append(output)  # the grader's own words (verdicts.TrustedVerdicts)
+        elif output.output_type == "error":
+            name = output.ename if re.fullmatch(r"[A-Za-z_]\w{0,39}", output.ename or "") else "Error"
+            kept.append(new_output("error", ename=name, evalue="(details withheld)",
+                                   traceback=[f"{name}: (details withheld)"]))
+        elif output.output_type == "execute_result":
+            credit = partial_credit(output)
+            if credit is None:
+                continue  # not a number: nbgrader gives full credit, as for no output
+            kept.append(new_output("execute_result", data={"text/plain": repr(credit)},
+                                   execution_count=output.get("execution_count")))
+    return kept or [new_output("stream", name="stdout", text=PASSED + "\n")]
+
+
 def feedback_preprocessors() -> list[type]:
     """nbgrader's feedback steps with hidden test code removed from outputs as well as sources."""
-    return [GetGrades, ScrubHiddenTests, DisarmOutputs, ClearHiddenTests, CSSHTMLHeaderPreprocessor]
+    return [GetGrades, ScrubHiddenTests, WithholdLateOutputs, DisarmOutputs, ClearHiddenTests,
+            CSSHTMLHeaderPreprocessor]

@@ -214,7 +214,7 @@ def _cut_short(errors, resources, cell_index) -> str | None:
     return resources.get(INTERRUPTED_RESOURCE, {}).get(cell_index)
 
 
-def _partial_credit(output) -> float | None:
+def partial_credit(output) -> float | None:
     """The number nbgrader reads as partial credit from an ``execute_result``, or ``None``."""
     text = output.get("data", {}).get("text/plain", "")
     text = "".join(text) if isinstance(text, list) else text
@@ -229,7 +229,7 @@ def _no_free_credit(outputs) -> list:
     a number the cell's full points, and a test's last expression can depend on the student's code."""
     for output in outputs:
         if output.output_type == "execute_result":
-            credit = _partial_credit(output)
+            credit = partial_credit(output)
             if credit is not None and not credit >= 0:
                 output["data"] = {"text/plain": "0.0"}
     return outputs
@@ -246,7 +246,7 @@ def _hidden_outputs(outputs) -> list:
             kept.append(new_output("error", ename=output.ename, evalue="a hidden test failed",
                                    traceback=[f"{output.ename}: a hidden test failed"]))
         elif output.output_type == "execute_result":
-            credit = _partial_credit(output)
+            credit = partial_credit(output)
             if credit is None:
                 continue  # not a number: nbgrader gives full credit, as for no output
             kept.append(new_output("execute_result", data={"text/plain": repr(credit)},

@@ -392,6 +392,14 @@ def _(ctx):
         "    os.kill(pid, 9)\n"))
 
 
+# Hidden test code runs in the student's kernel, which keeps it (In); printed reversed, no scrub
+# recognises it. The default feedback shows it (documented); --feedback-outputs before-hidden-tests not.
+@student("prints-hidden-reversed", FULL)
+def _(ctx):
+    return with_cell(solved(ASSIGNMENT, NOTEBOOK), "test_scaled_dot_product_attention_hidden", (
+        "print('\\n'.join(line[::-1] for cell in In if 'BEGIN HIDDEN' in cell for line in cell.splitlines()))"))
+
+
 @student("leaves-processes", FULL)
 def _(ctx):
     return with_cell(solved(ASSIGNMENT, NOTEBOOK), "setup", (
@@ -531,7 +539,7 @@ def hostile_class(tmp_path_factory):
     leftovers = [p for p in processes() if p["cmdline"] == "sleep 987"]
     sandboxed = left_behind()  # the other test worker's kernels, still running, are not counted
     listener.server.close()
-    return {"out": out, "result": result, "before": before, "after": _sha256_tree(submissions),
+    return {"out": out, "submissions": submissions, "result": result, "before": before, "after": _sha256_tree(submissions),
             "repo_before": repo_before, "repo_after": _sha256_tree(REPO_ROOT / "nlpbook"),
             "connections": listener.connections, "leftovers": leftovers, "sandboxed": sandboxed}
 
@@ -621,6 +629,36 @@ def test_feedback_never_quotes_hidden_tests(hostile_class):
         text = html_module.unescape(page)
         for line in HIDDEN_LINES:
             assert line not in text
+
+
+def _feedback_text(out: Path, name: str) -> str:
+    import html as html_module
+
+    return html_module.unescape((out / "feedback" / name / ASSIGNMENT / f"{NOTEBOOK}.html").read_text(encoding="utf-8"))
+
+
+def test_feedback_withholds_what_code_printed_after_a_hidden_test_when_asked(hostile_class, tmp_path):
+    reversed_line = HIDDEN_LINES[0][::-1]
+    # By default the feedback shows what the cell printed, as nbgrader does: the disguised test is there.
+    assert reversed_line in _feedback_text(hostile_class["out"], "prints-hidden-reversed")
+    submissions = tmp_path / "submissions"
+    for name in ("aa-honest-first", "prints-hidden-reversed"):
+        shutil.copytree(hostile_class["submissions"] / name, submissions / name)
+    out = tmp_path / "out"
+    result = run_autograder("grade", ASSIGNMENT, *COURSE_ARGS, "--submissions", str(submissions), "--out", str(out),
+                            "--timeout", str(CELL_TIMEOUT), "--notebook-timeout", str(NOTEBOOK_TIMEOUT),
+                            "--feedback-outputs", "before-hidden-tests")
+    assert result.returncode == 0, result.stderr[-3000:]
+    leaked, honest = (_feedback_text(out, name) for name in ("prints-hidden-reversed", "aa-honest-first"))
+    assert reversed_line not in leaked and "outputs not shown: this cell ran after a hidden test" in leaked
+    # A visible test after the first hidden one shows its verdict, not what it printed (its source
+    # quotes the line once; the default feedback has its output as well).
+    printed = "Part 2: the visible tests pass."
+    assert _feedback_text(hostile_class["out"], "aa-honest-first").count(printed) == 2
+    assert honest.count(printed) == 1 and "This test passed." in honest
+    with open(out / "grades.csv", newline="") as handle:  # the grades do not change
+        assert {row["student_id"]: float(row["score"]) for row in csv.DictReader(handle)} == {
+            "aa-honest-first": FULL, "prints-hidden-reversed": FULL}
 
 
 def test_feedback_runs_no_script_of_the_students(hostile_class):

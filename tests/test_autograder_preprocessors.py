@@ -3,8 +3,10 @@ import pytest
 from nbformat.v4 import new_code_cell, new_notebook, new_output
 from nbgrader.nbgraderformat import MetadataValidator
 
-from autograder.preprocessors import (SCRUBBED, STDERR_HEADER, CheckCompiledCellMetadata, CompiledMetadataValidator,
-                                     KeepStderrVisible, ScrubHiddenTests)
+from autograder.preprocessors import (PASSED, SCRUBBED, STDERR_HEADER, WITHHELD, CheckCompiledCellMetadata,
+                                     CompiledMetadataValidator, KeepStderrVisible, ScrubHiddenTests,
+                                     WithholdLateOutputs)
+from autograder.verdicts import FAILED
 
 
 def _grade_cell(source, outputs):
@@ -44,6 +46,52 @@ def test_quotations_of_hidden_tests_are_scrubbed_from_every_output():
     # Short lines ("ok = 1") are too common to scrub: they would eat honest output.
     nb.cells[1].outputs = [new_output("stream", name="stdout", text="ok = 1\n")]
     assert ScrubHiddenTests().preprocess(nb, {})[0].cells[1].outputs[0].text == "ok = 1\n"
+
+
+def _late_outputs_notebook():
+    """A student cell and a test before a hidden test, then the same after it, each printing a
+    disguised copy of the hidden test (reversed), as a hostile student's code could."""
+    leak = "".join(reversed("_secret_value = compute(42)"))
+    printed = new_output("stream", name="stdout", text=leak + "\n")
+    early_student = new_code_cell("def f(): ...", outputs=[printed])
+    early_test = _grade_cell("expect_close(f(), ...)", [printed])
+    hidden = _grade_cell("### BEGIN HIDDEN TESTS\n_secret_value = compute(42)\n### END HIDDEN TESTS",
+                         [new_output("stream", name="stdout", text="Hidden tests passed.\n")])
+    late_student = new_code_cell("g = f", outputs=[printed, new_output("display_data", data={"text/plain": leak})])
+    late_failed = _grade_cell("expect_close(g(), ...)", [printed, new_output(
+        "error", ename=FAILED, evalue="g(): max difference 0.5", traceback=[f"{FAILED}: g(): max difference 0.5"])])
+    late_plain = _grade_cell("assert g() == 1", [printed, new_output(
+        "error", ename="AssertionError", evalue=leak, traceback=[leak]),
+        new_output("execute_result", data={"text/plain": "0.5"}, execution_count=7)])
+    late_custom = _grade_cell("assert g() == 1", [new_output(
+        "error", ename=leak.replace(" ", "_") * 3, evalue="", traceback=[])])
+    late_passed = _grade_cell("expect_close(g(), ...)", [printed])
+    late_silent = new_code_cell("h = 1", outputs=[])
+    cells = [early_student, early_test, hidden, late_student, late_failed, late_plain, late_custom, late_passed,
+             late_silent]
+    return new_notebook(cells=cells), leak
+
+
+def test_by_default_the_feedback_keeps_every_output_as_nbgrader_does():
+    notebook, leak = _late_outputs_notebook()
+    kept, _ = WithholdLateOutputs().preprocess(notebook.copy(), {})
+    assert kept == notebook
+
+
+def test_withheld_late_outputs_keep_the_verdicts_and_nothing_the_students_code_printed():
+    notebook, leak = _late_outputs_notebook()
+    before = [cell.outputs for cell in notebook.cells[:3]]
+    nb, _ = WithholdLateOutputs(enabled=True).preprocess(notebook, {})
+    assert [cell.outputs for cell in nb.cells[:3]] == before  # before the first hidden test, and the test itself
+    student, failed, plain, custom, passed, silent = (cell.outputs for cell in nb.cells[3:])
+    assert [o.text for o in student] == [WITHHELD + "\n"] and silent == []
+    assert [(o.ename, o.evalue) for o in failed] == [(FAILED, "g(): max difference 0.5")]
+    assert [(o.output_type, o.get("ename"), o.get("evalue")) for o in plain] == [
+        ("error", "AssertionError", "(details withheld)"), ("execute_result", None, None)]
+    assert plain[1].data == {"text/plain": "0.5"}  # nbgrader's partial credit, as a number only
+    assert [o.ename for o in custom] == ["Error"]  # an exception's name can carry a message too
+    assert [o.text for o in passed] == [PASSED + "\n"]
+    assert leak not in str(nb.cells[3:])
 
 
 def _metadata_cases():
