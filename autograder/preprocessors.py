@@ -1,7 +1,6 @@
 """The nbgrader preprocessors this course uses for autograding and feedback."""
 from __future__ import annotations
 
-import re
 import traceback
 
 import jsonschema
@@ -27,8 +26,7 @@ from nbgrader.preprocessors import (
 from traitlets import Bool
 
 from autograder.execute import SandboxedExecute
-from autograder.verdicts import (FAILED, HIDDEN_BEGIN, HIDDEN_END, TrustedVerdicts, hidden_delimiters,
-                                 partial_credit)
+from autograder.verdicts import HIDDEN_BEGIN, HIDDEN_END, TrustedVerdicts, hidden_delimiters, verdict_alone
 
 STDERR_HEADER = "[stderr, not counted against the grade]\n"
 SCRUBBED = "[a line of the hidden tests was removed here]"
@@ -266,29 +264,12 @@ class WithholdLateOutputs(NbGraderPreprocessor):
         if not self.enabled or cell.cell_type != "code":
             return cell, resources
         hidden = self._begin in cell.source
-        if self._after and not hidden:
-            cell.outputs = _verdict_alone(cell.outputs) if utils.is_grade(cell) else [
-                new_output("stream", name="stdout", text=WITHHELD + "\n")] if cell.outputs else []
+        if self._after and not hidden and utils.is_grade(cell):
+            cell.outputs = verdict_alone(cell.outputs, "(details withheld)", PASSED)
+        elif self._after and not hidden and cell.outputs:
+            cell.outputs = [new_output("stream", name="stdout", text=WITHHELD + "\n")]
         self._after = self._after or hidden
         return cell, resources
-
-
-def _verdict_alone(outputs) -> list:
-    kept = []
-    for output in outputs:
-        if output.output_type == "error" and output.ename == FAILED:
-            kept.append(output)  # the grader's own words (verdicts.TrustedVerdicts)
-        elif output.output_type == "error":
-            name = output.ename if re.fullmatch(r"[A-Za-z_]\w{0,39}", output.ename or "") else "Error"
-            kept.append(new_output("error", ename=name, evalue="(details withheld)",
-                                   traceback=[f"{name}: (details withheld)"]))
-        elif output.output_type == "execute_result":
-            credit = partial_credit(output)
-            if credit is None:
-                continue  # not a number: nbgrader gives full credit, as for no output
-            kept.append(new_output("execute_result", data={"text/plain": repr(credit)},
-                                   execution_count=output.get("execution_count")))
-    return kept or [new_output("stream", name="stdout", text=PASSED + "\n")]
 
 
 def feedback_preprocessors() -> list[type]:

@@ -173,7 +173,7 @@ class TrustedVerdicts(NbGraderPreprocessor):
             # A plain nbgrader test (asserts, or a number for partial credit), or one that fails on
             # the instructor's solution: nbgrader's own rules, as trustworthy as the kernel's report
             # of its errors (documented as weaker).
-            cell.outputs = _no_free_credit(cell.outputs)
+            cell.outputs = _no_free_credit(_not_the_grader_s(cell.outputs))
             if hidden:
                 cell.outputs = _hidden_outputs(cell.outputs)
             return cell, resources
@@ -236,22 +236,42 @@ def _no_free_credit(outputs) -> list:
 
 
 def _hidden_outputs(outputs) -> list:
-    """A plain hidden test's outputs, keeping its score and nothing that could quote it.
+    """A plain hidden test's outputs, keeping its score and nothing that could quote it."""
+    return verdict_alone(outputs, "a hidden test failed", HIDDEN_PASSED)
 
-    An error keeps only its name; a result keeps only a number (nbgrader's partial credit).
+
+def verdict_alone(outputs, withheld: str, passed: str) -> list:
+    """``outputs`` cut to a verdict that carries nothing the student's code chose.
+
+    The grader's own failure message stays (a kernel's error cannot take its name:
+    :func:`_not_the_grader_s`); any other error keeps its name, if that is a short
+    identifier, with ``withheld`` for its text; a result keeps only a number (nbgrader's
+    partial credit); a cell left with nothing says ``passed``.
     """
     kept = []
     for output in outputs:
-        if output.output_type == "error":
-            kept.append(new_output("error", ename=output.ename, evalue="a hidden test failed",
-                                   traceback=[f"{output.ename}: a hidden test failed"]))
+        if output.output_type == "error" and output.ename == FAILED:
+            kept.append(output)
+        elif output.output_type == "error":
+            name = output.ename if re.fullmatch(r"[A-Za-z_]\w{0,39}", output.ename or "") else "Error"
+            kept.append(new_output("error", ename=name, evalue=withheld, traceback=[f"{name}: {withheld}"]))
         elif output.output_type == "execute_result":
             credit = partial_credit(output)
             if credit is None:
                 continue  # not a number: nbgrader gives full credit, as for no output
             kept.append(new_output("execute_result", data={"text/plain": repr(credit)},
                                    execution_count=output.get("execution_count")))
-    return kept or [new_output("stream", name="stdout", text=HIDDEN_PASSED + "\n")]
+    return kept or [new_output("stream", name="stdout", text=passed + "\n")]
+
+
+def _not_the_grader_s(outputs) -> list:
+    """A plain test's own errors, none of them under the name of the grader's verdicts (the kernel
+    could raise a ``TestFailed`` whose text later steps would take for the grader's words)."""
+    for output in outputs:
+        if output.output_type == "error" and output.ename == FAILED:
+            output.ename = "Error"
+            output.traceback = [line.replace(FAILED, "Error", 1) for line in output.traceback]
+    return outputs
 
 
 def reference_records(executed_notebook) -> tuple[dict[str, list[dict] | str], list[str]]:

@@ -290,3 +290,20 @@ def test_records_past_the_allowance_fail_the_checks_they_replace_and_stop_a_refe
     overflowed = _test_cell("x", [_record_output(CLOSE), _record_output(overflow_record(1000))], grade_id="big")
     with pytest.raises(ValueError, match="test cell big: the notebook's check records passed"):
         reference_records(new_notebook(cells=[overflowed]))
+
+
+
+@pytest.mark.parametrize("hidden", [False, True])
+def test_a_plain_test_s_own_error_cannot_pass_for_the_grader_s_verdict(hidden):
+    # A plain test keeps the kernel's errors (nbgrader's rules); one raised under the name of the
+    # grader's verdicts would be kept as the grader's words where feedback shows verdicts alone.
+    from nbgrader.utils import determine_grade
+
+    from autograder.verdicts import verdict_alone
+
+    source = "### BEGIN HIDDEN TESTS\nassert f(1) == 2\n### END HIDDEN TESTS" if hidden else "assert f(1) == 2"
+    forged = new_output("error", ename=FAILED, evalue="text the student chose", traceback=[f"{FAILED}: text"])
+    cell, _ = _plain_verdicts().preprocess_cell(_test_cell(source, [forged]), {}, 0)
+    assert determine_grade(cell)[0] == 0 and FAILED not in str(cell.outputs)
+    [kept] = verdict_alone(cell.outputs, "(withheld)", "passed")
+    assert kept.ename == "Error" and "text the student chose" not in str(kept)
