@@ -15,6 +15,7 @@ import contextlib
 import dataclasses
 import os
 import shutil
+import signal
 import sys
 import tempfile
 import time
@@ -156,6 +157,11 @@ class SandboxedExecute(Execute):
         64_000_000, help="Check records kept per notebook (a trained model's weights among them); past it "
                          "one overflow record stands for the rest, so the checks it replaces fail.").tag(config=True)
 
+    # Widget state travels in comm messages, outside output() and its allowance, and would land in
+    # the notebook's metadata, which the feedback page writes out: grading keeps none.
+    store_widget_state = Bool(False, help="Keep ipywidgets' state in the notebook (never, when grading).").tag(
+        config=True)
+
     hide_expected = Bool(False, help="Send test cells to the kernel with the expected value of every "
                                      "expect_close call replaced by None (a student's run: see "
                                      "without_expected_values).").tag(config=True)
@@ -229,6 +235,9 @@ class SandboxedExecute(Execute):
             return cell, resources
         finally:
             cell.source = source  # the graded notebook and the feedback show the test as written
+            # A display that a later cell updates (a handle kept, or a new display with its id) stays
+            # as this cell left it: code run after a hidden test must not rewrite an earlier output.
+            self.clear_display_id_mapping(index)
         cell.outputs.append(_error(KERNEL_STOPPED, self._stopped.reason))
         return cell, resources
 
@@ -238,8 +247,9 @@ class SandboxedExecute(Execute):
         if code is None:
             return "no exit status"
         status = f"killed by signal {-code}" if code < 0 else f"exit status {code}"
-        socket_root = getattr(self.km, "socket_root", "")
-        memory = sandbox.memory_report(Path(socket_root).parent) if socket_root else {}
+        socket_root, ip = getattr(self.km, "socket_root", ""), getattr(self.km, "ip", "")
+        memory = sandbox.memory_report(Path(socket_root).parent, sandbox.kernel_name({"ip": ip})) if (
+            socket_root and code == -signal.SIGKILL) else {}
         if memory.get("oom_kills"):  # the operating system killed it for the group's memory, not a bug
             status += (f": the notebook's processes together reached the sandbox's memory limit of "
                        f"{memory['limit_mb']} MB")

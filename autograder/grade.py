@@ -586,10 +586,11 @@ def grade_submissions(run: GradingRun) -> None:
     results = run.work / "results"
     results.mkdir(exist_ok=True)
     todo, keys = [], {}
-    # What can change a grade: the course, the solution's records, the limits; not where it ran
-    # or with how many threads.
+    # What can change a grade: the course, the solution's records, the limits (a memory group's
+    # among them); not where it ran or with how many threads.
+    grouped = settings.mode == "root" and bool(sandbox.memory_group_parent())
     grading_terms = [run.course_key, str(run.duedate), *_flat(_files(run.course / "reference")),
-                     repr((*settings.sandboxing(), settings.feedback, settings.feedback_outputs))]
+                     repr((*settings.sandboxing(), settings.feedback, settings.feedback_outputs, grouped))]
     database = sqlalchemy.create_engine(run.db_url)
     try:
         for submission in run.handed_in():

@@ -188,6 +188,10 @@ class DisarmOutputs(NbGraderPreprocessor):
     DROPPED = ("application/javascript", "text/javascript", "application/vnd.jupyter.widget-view+json")
     ACTIVE = ("text/html", "image/svg+xml")
 
+    def preprocess(self, nb, resources):
+        nb.metadata.pop("widgets", None)  # the page would write the widgets' saved state out as it is
+        return super().preprocess(nb, resources)
+
     def preprocess_cell(self, cell, resources, cell_index):
         for output in cell.get("outputs", []) if cell.cell_type == "code" else []:
             data = output.get("data")
@@ -249,9 +253,9 @@ class WithholdLateOutputs(NbGraderPreprocessor):
     later (the student's next cells, or their functions called by a later test) can print it
     reversed or encoded, where :class:`ScrubHiddenTests` cannot recognise it. From the first
     hidden test on, the student's cells show a note instead of their outputs and test cells
-    their verdict alone: the grader's own message for a failed check, the name of the error
-    (not its text) for a failed plain test, and a partial-credit number.  Hidden test cells
-    show their verdict alone already (:class:`autograder.verdicts.TrustedVerdicts`).
+    (that one included) their verdict alone: failed, with the name of a plain test's error but
+    no text (the grader's messages quote values the student's code chose, and can carry any
+    text), a partial-credit number, or passed.
     """
 
     enabled = Bool(False, help="Withhold the outputs of cells that ran after the first hidden test.").tag(config=True)
@@ -263,12 +267,13 @@ class WithholdLateOutputs(NbGraderPreprocessor):
     def preprocess_cell(self, cell, resources, cell_index):
         if not self.enabled or cell.cell_type != "code":
             return cell, resources
-        hidden = self._begin in cell.source
-        if self._after and not hidden and utils.is_grade(cell):
-            cell.outputs = verdict_alone(cell.outputs, "(details withheld)", PASSED)
-        elif self._after and not hidden and cell.outputs:
+        test = utils.is_grade(cell)
+        # The mark counts in test cells only, whose source nbgrader restores; a student's cell can say anything.
+        self._after = self._after or (test and self._begin in cell.source)
+        if self._after and test:
+            cell.outputs = verdict_alone(cell.outputs, "(details withheld)", PASSED, grader_messages=False)
+        elif self._after and cell.outputs:
             cell.outputs = [new_output("stream", name="stdout", text=WITHHELD + "\n")]
-        self._after = self._after or hidden
         return cell, resources
 
 

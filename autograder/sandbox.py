@@ -237,7 +237,8 @@ def memory_group_missing(mode: str) -> list[str]:
     if mode != "root" or memory_group_parent():
         return []
     return ["memory limit for the whole sandbox: this machine lets the grader make no memory control group "
-            "(cgroup v1's memory controller, or v2 with memory delegated to the grader's group), so each of a "
+            "(cgroup v1's memory controller, or v2 where the grader's own group gives its children the memory "
+            "controller, which a group holding processes cannot: in practice the root group), so each of a "
             "kernel's processes is limited to --memory-mb but together they are not"]
 
 
@@ -496,7 +497,7 @@ def lock_socket_folder(ipc: Path, alive: Callable[[], bool], uid_dropped: bool) 
 # ------------------------------------------------------------ one memory limit for all of a kernel's processes
 
 MEMORY_GROUP_PREFIX = "nlpbook-sandbox-"
-MEMORY_FILE = "memory.json"  # what the kernel's processes used, written by the relay when they end
+MEMORY_FILE = "memory-{kernel}.json"  # what a kernel's processes used, written by its relay when they end
 
 
 def _own_groups() -> dict[str, str]:
@@ -555,7 +556,7 @@ class MemoryGroup:
     @classmethod
     def make(cls, parent: str, name: str, limit_mb: int) -> "MemoryGroup":
         folder = Path(parent, MEMORY_GROUP_PREFIX + name)
-        folder.mkdir(exist_ok=True)  # one a dead relay of the same id and process id left is empty: reuse it
+        folder.mkdir()
         limit = str(limit_mb << 20)
         version_2 = (folder / "memory.max").exists()
         # Swap counts too where the machine has it: a limit on memory alone would let the group swap.
@@ -598,12 +599,25 @@ class MemoryGroup:
                 time.sleep(0.05)
 
 
-def memory_report(root: Path) -> dict:
-    """What the relay wrote about a kernel's memory once its processes ended (empty without a group)."""
-    try:
-        return json.loads((root / MEMORY_FILE).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+def kernel_name(info: dict) -> str:
+    """A kernel's own name in its sandbox folder, from its connection info: ``kernel-XXXX``."""
+    return Path(info["ip"]).parent.name
+
+
+def memory_report(root: Path, kernel: str = "*") -> dict:
+    """What the relays wrote about the memory of ``kernel`` (by default, of every kernel that ended in
+    the sandbox folder ``root``): the highest peak and the kills together; empty without a group."""
+    reports = []
+    for path in sorted(root.glob(MEMORY_FILE.format(kernel=kernel))):
+        try:
+            reports.append(json.loads(path.read_text(encoding="utf-8")))
+        except (OSError, ValueError):
+            continue
+    if not reports:
         return {}
+    peaks = [report["peak_mb"] for report in reports if report.get("peak_mb") is not None]
+    return {"peak_mb": max(peaks) if peaks else None, "limit_mb": reports[-1].get("limit_mb"),
+            "oom_kills": sum(report.get("oom_kills", 0) for report in reports)}
 
 
 # ------------------------------------------------------------ the kernel command
@@ -649,8 +663,8 @@ def main(argv: list[str]) -> int:
     for number in RELAYED_SIGNALS:
         signal.signal(number, lambda number, _frame: send_message(connection, {"signal": number}))
     reply = read_message(connection, bytearray())
-    if reply is None:
-        print("sandbox: the kernel zygote closed the connection", file=sys.stderr)
+    if reply is None or "error" in reply:
+        print(reply["error"] if reply else "sandbox: the kernel zygote closed the connection", file=sys.stderr)
         return 1
     code = os.waitstatus_to_exitcode(reply["status"])
     if code < 0:  # end as the kernel ended: killed by the same signal

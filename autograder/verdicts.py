@@ -240,17 +240,18 @@ def _hidden_outputs(outputs) -> list:
     return verdict_alone(outputs, "a hidden test failed", HIDDEN_PASSED)
 
 
-def verdict_alone(outputs, withheld: str, passed: str) -> list:
-    """``outputs`` cut to a verdict that carries nothing the student's code chose.
+def verdict_alone(outputs, withheld: str, passed: str, grader_messages: bool = True) -> list:
+    """``outputs`` cut to a verdict.
 
-    The grader's own failure message stays (a kernel's error cannot take its name:
-    :func:`_not_the_grader_s`); any other error keeps its name, if that is a short
-    identifier, with ``withheld`` for its text; a result keeps only a number (nbgrader's
-    partial credit); a cell left with nothing says ``passed``.
+    The grader's own failure message stays if ``grader_messages`` (a kernel's error cannot
+    take its name: :func:`_not_the_grader_s`; but the message quotes the student's values);
+    any other error keeps its name, if that is a short identifier, with ``withheld`` for its
+    text; a result keeps only a number (nbgrader's partial credit); a cell left with nothing
+    says ``passed``.
     """
     kept = []
     for output in outputs:
-        if output.output_type == "error" and output.ename == FAILED:
+        if output.output_type == "error" and output.ename == FAILED and grader_messages:
             kept.append(output)
         elif output.output_type == "error":
             name = output.ename if re.fullmatch(r"[A-Za-z_]\w{0,39}", output.ename or "") else "Error"

@@ -176,8 +176,13 @@ def relay(connection: socket.socket) -> None:
     spec = sandbox.SandboxSpec.read(root)
     group = None
     if spec.memory_group:  # made by the relay, as root: the kernel's user can neither leave it nor raise its limit
-        group = sandbox.MemoryGroup.make(spec.memory_group, f"{spec.uid}-{os.getpid()}",
-                                         spec.limits.memory_mb + spec.limits.disk_mb)
+        try:
+            group = sandbox.MemoryGroup.make(spec.memory_group, f"{spec.uid}-{os.getpid()}-{os.urandom(4).hex()}",
+                                             spec.limits.memory_mb + spec.limits.disk_mb)
+        except OSError as error:
+            sandbox.send_message(connection, {"error": f"sandbox: no memory group for the kernel in "
+                                                       f"{spec.memory_group}: {error}"})
+            return
     try:
         sandbox.enter_namespaces(spec.mode)
         status_read, status_write = os.pipe()
@@ -203,7 +208,8 @@ def relay(connection: socket.socket) -> None:
                 ended = wait_status
         reported = reported or os.read(status_read, 64)
         if group is not None:  # written before the launcher ends, so the grader finds it with the exit status
-            (root / sandbox.MEMORY_FILE).write_text(json.dumps(group.usage()), encoding="utf-8")
+            report = root / sandbox.MEMORY_FILE.format(kernel=sandbox.kernel_name(info))
+            report.write_text(json.dumps(group.usage()), encoding="utf-8")
         try:
             sandbox.send_message(connection, {"status": int(reported) if reported else ended})
         except OSError:

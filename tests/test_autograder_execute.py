@@ -145,14 +145,31 @@ def test_updates_of_a_display_count_against_the_output_allowance():
     assert len(str(notebook.cells[0].outputs)) < 1_000_000
 
 
+def test_a_later_cell_cannot_rewrite_an_earlier_cell_s_display():
+    # Feedback may withhold what ran after a hidden test; an update from there must not land in a
+    # cell before it. Within its own cell a display still updates (a progress bar).
+    notebook, _ = run("h = display('early', display_id=True)\nh.update('updated in its cell')",
+                      "h.update('from a later cell')\ndisplay('again', display_id=h.display_id)",
+                      timeout=20, notebook_timeout=40)
+    [early] = notebook.cells[0].outputs
+    assert early["data"]["text/plain"] == "'updated in its cell'"
+    assert "from a later cell" not in str(notebook.cells[0].outputs)
+
+
 def test_a_kernel_killed_for_its_sandbox_s_memory_says_so(tmp_path):
-    # The relay writes what the kernel's memory group saw beside the socket folder; a kernel the
+    # Each kernel's relay writes what its memory group saw beside the socket folder; a kernel the
     # operating system killed there is not "killed by signal 9" alone, which reads like a crash.
-    (tmp_path / "ipc").mkdir()
-    process = SimpleNamespace(poll=lambda: -9)
+    (tmp_path / "ipc" / "kernel-b").mkdir(parents=True)
+    code = -9
     execute = SandboxedExecute()
-    execute.km = SimpleNamespace(provisioner=SimpleNamespace(process=process), socket_root=str(tmp_path / "ipc"))
+    execute.km = SimpleNamespace(provisioner=SimpleNamespace(process=SimpleNamespace(poll=lambda: code)),
+                                 socket_root=str(tmp_path / "ipc"), ip=str(tmp_path / "ipc" / "kernel-b" / "kernel"))
     assert execute._exit_status() == "killed by signal 9"
-    (tmp_path / "memory.json").write_text(json.dumps({"peak_mb": 3584, "limit_mb": 3584, "oom_kills": 1}))
+    killed = {"peak_mb": 3584, "limit_mb": 3584, "oom_kills": 1}
+    (tmp_path / "memory-kernel-a.json").write_text(json.dumps(killed))  # another kernel of the session
+    assert execute._exit_status() == "killed by signal 9"
+    (tmp_path / "memory-kernel-b.json").write_text(json.dumps(killed))
     assert execute._exit_status() == (
         "killed by signal 9: the notebook's processes together reached the sandbox's memory limit of 3584 MB")
+    code = 1  # a hoarding child was killed, then the kernel ended on its own: not the memory's doing
+    assert execute._exit_status() == "exit status 1"

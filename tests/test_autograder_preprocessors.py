@@ -1,3 +1,5 @@
+import copy
+
 import jsonschema
 import pytest
 from nbformat.v4 import new_code_cell, new_notebook, new_output
@@ -67,31 +69,35 @@ def _late_outputs_notebook():
         "error", ename=leak.replace(" ", "_") * 3, evalue="", traceback=[])])
     late_passed = _grade_cell("expect_close(g(), ...)", [printed])
     late_silent = new_code_cell("h = 1", outputs=[])
+    late_marked = new_code_cell("# BEGIN HIDDEN TESTS\nprint(secret)\n# END HIDDEN TESTS", outputs=[printed])
     cells = [early_student, early_test, hidden, late_student, late_failed, late_plain, late_custom, late_passed,
-             late_silent]
+             late_silent, late_marked]
     return new_notebook(cells=cells), leak
 
 
 def test_by_default_the_feedback_keeps_every_output_as_nbgrader_does():
     notebook, leak = _late_outputs_notebook()
-    kept, _ = WithholdLateOutputs().preprocess(notebook.copy(), {})
+    kept, _ = WithholdLateOutputs().preprocess(copy.deepcopy(notebook), {})
     assert kept == notebook
 
 
 def test_withheld_late_outputs_keep_the_verdicts_and_nothing_the_students_code_printed():
     notebook, leak = _late_outputs_notebook()
-    before = [cell.outputs for cell in notebook.cells[:3]]
+    before = [cell.outputs for cell in notebook.cells[:2]]
     nb, _ = WithholdLateOutputs(enabled=True).preprocess(notebook, {})
-    assert [cell.outputs for cell in nb.cells[:3]] == before  # before the first hidden test, and the test itself
-    student, failed, plain, custom, passed, silent = (cell.outputs for cell in nb.cells[3:])
+    assert [cell.outputs for cell in nb.cells[:2]] == before  # before the first hidden test
+    hidden, student, failed, plain, custom, passed, silent, marked = (cell.outputs for cell in nb.cells[2:])
+    assert [o.text for o in hidden] == [PASSED + "\n"]
     assert [o.text for o in student] == [WITHHELD + "\n"] and silent == []
-    assert [(o.ename, o.evalue) for o in failed] == [(FAILED, "g(): max difference 0.5")]
+    # The grader's message quotes the student's values, which code can choose: the verdict alone.
+    assert [(o.ename, o.evalue) for o in failed] == [(FAILED, "(details withheld)")]
     assert [(o.output_type, o.get("ename"), o.get("evalue")) for o in plain] == [
         ("error", "AssertionError", "(details withheld)"), ("execute_result", None, None)]
     assert plain[1].data == {"text/plain": "0.5"}  # nbgrader's partial credit, as a number only
     assert [o.ename for o in custom] == ["Error"]  # an exception's name can carry a message too
     assert [o.text for o in passed] == [PASSED + "\n"]
-    assert leak not in str(nb.cells[3:])
+    assert [o.text for o in marked] == [WITHHELD + "\n"]  # a student's cell with the marks is not a test
+    assert leak not in str(nb.cells[2:])
 
 
 def _metadata_cases():
