@@ -539,8 +539,8 @@ def hostile_class(tmp_path_factory):
     leftovers = [p for p in processes() if p["cmdline"] == "sleep 987"]
     sandboxed = left_behind()  # the other test worker's kernels, still running, are not counted
     listener.server.close()
-    return {"out": out, "submissions": submissions, "result": result, "before": before, "after": _sha256_tree(submissions),
-            "repo_before": repo_before, "repo_after": _sha256_tree(REPO_ROOT / "nlpbook"),
+    return {"out": out, "submissions": submissions, "result": result, "before": before,
+            "after": _sha256_tree(submissions), "repo_before": repo_before, "repo_after": _sha256_tree(REPO_ROOT / "nlpbook"),
             "connections": listener.connections, "leftovers": leftovers, "sandboxed": sandboxed}
 
 
@@ -605,7 +605,7 @@ def test_limits_stop_bombs_and_nothing_is_left_running(hostile_class):
     assert "FORK STOPPED" in _outputs(hostile_class, "fork-bomb")
     assert "DISK STOPPED" in _outputs(hostile_class, "fills-the-disk")
     held = _outputs(hostile_class, "hoards-in-children")
-    if sandbox.memory_group_parent():  # 6 GiB held without the group (checked with it switched off)
+    if sandbox.memory_group_parent():  # the same code with the same limit in no group holds all 6 GiB
         assert int(held.split("HOLDING")[1].split()[0]) <= 3, held
         # The log gives each kernel's peak: the hoarder's at the group's limit, an honest one far below.
         peaks = {name: int(mb.replace(",", "")) for name, mb in
