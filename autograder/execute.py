@@ -248,7 +248,7 @@ class SandboxedExecute(Execute):
             return "no exit status"
         status = f"killed by signal {-code}" if code < 0 else f"exit status {code}"
         socket_root, ip = getattr(self.km, "socket_root", ""), getattr(self.km, "ip", "")
-        memory = sandbox.memory_report(Path(socket_root).parent, sandbox.kernel_name({"ip": ip})) if (
+        memory = sandbox.memory_report(Path(socket_root).parent, sandbox.kernel_name(ip)) if (
             socket_root and code == -signal.SIGKILL) else {}
         if memory.get("oom_kills"):  # the operating system killed it for the group's memory, not a bug
             status += (f": the notebook's processes together reached the sandbox's memory limit of "
@@ -367,7 +367,7 @@ class SandboxSession:
         sandbox.SandboxSpec(mode=self.mode, uid=self.uid, drop_user=self.drop_user,
                             hide=[str(p) for p in self.hide], expose=[str(p) for p in exposed_paths(self.hide)],
                             limits=self.limits, env=env, zygote=self.zygote,
-                            memory_group=sandbox.memory_group_parent() if self.mode == "root" else "").write(self.root)
+                            memory_group=sandbox.memory_group_for(self.mode)).write(self.root)
         config = Config()
         config.KernelManager.transport = "ipc"
         config.KernelManager.ip = str(ipc / "kernel")
@@ -383,7 +383,8 @@ class SandboxSession:
         return "".join(texts) or "(nothing)"
 
     def memory(self) -> dict:
-        """What the memory group of the last kernel that ended here measured (empty without a group)."""
+        """What the memory groups of the kernels that ended here measured: the highest peak, the kills
+        together (empty without a group)."""
         return sandbox.memory_report(self.root)
 
     def __exit__(self, *exc) -> None:

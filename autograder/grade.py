@@ -215,10 +215,10 @@ def set_up_sandbox(run: GradingRun) -> None:
     except ValueError as error:
         raise CourseError(str(error)) from None
     run.drop_user = run.sandbox_mode == "root" or (run.sandbox_mode == "none" and sandbox.can_drop_user(sandbox.SANDBOX_UID))
-    group = sandbox.memory_group_parent() if run.sandbox_mode == "root" else ""
+    group = sandbox.memory_group_for(run.sandbox_mode)
     log.info("sandbox: mode %s%s; limits: %s; %s; cell %d s, notebook %d s; kernels run with %s", run.sandbox_mode,
              f", user ids from {sandbox.SANDBOX_UID}" if run.drop_user else "", run.limits,
-             f"{run.limits.memory_mb + run.limits.disk_mb} MB for all of a kernel's processes (control groups in "
+             f"{run.limits.group_mb} MB for all of a kernel's processes (control groups in "
              f"{group})" if group else "no limit on a kernel's processes together", run.timeout,
              run.notebook_timeout, " ".join(f"{k}={v}" for k, v in run.kernel_env.items()))
     for missing in sandbox.missing_protections(run.sandbox_mode, run.drop_user):
@@ -588,7 +588,7 @@ def grade_submissions(run: GradingRun) -> None:
     todo, keys = [], {}
     # What can change a grade: the course, the solution's records, the limits (a memory group's
     # among them); not where it ran or with how many threads.
-    grouped = settings.mode == "root" and bool(sandbox.memory_group_parent())
+    grouped = bool(sandbox.memory_group_for(settings.mode))
     grading_terms = [run.course_key, str(run.duedate), *_flat(_files(run.course / "reference")),
                      repr((*settings.sandboxing(), settings.feedback, settings.feedback_outputs, grouped))]
     database = sqlalchemy.create_engine(run.db_url)
@@ -784,7 +784,7 @@ def summarize(run: GradingRun) -> None:
     if measured:  # what a worker needs besides the zygote, whose imports the kernels share uncounted
         log.info("most memory: %s (each kernel's own, beyond what it shares with the zygote; the limit: %s MB)",
                  ", ".join(f"{s.student} {s.peak_mb:,} MB" for s in measured[:5]),
-                 f"{run.limits.memory_mb + run.limits.disk_mb:,}")
+                 f"{run.limits.group_mb:,}")
     log.info("class report: %s", run.out / "report.html")
     for submission in run.submissions:
         if submission.needs_review:

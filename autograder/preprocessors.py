@@ -5,11 +5,11 @@ import traceback
 
 import jsonschema
 from nbconvert.preprocessors import ClearMetadataPreprocessor, CSSHTMLHeaderPreprocessor
+from nbformat.v4 import new_output
 from nbgrader import utils
 from nbgrader.api import Gradebook
 from nbgrader.nbgraderformat import MetadataValidator
 from nbgrader.nbgraderformat.common import BaseMetadataValidator
-from nbformat.v4 import new_output
 from nbgrader.preprocessors import (
     AssignLatePenalties,
     CheckCellMetadata,

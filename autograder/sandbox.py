@@ -92,6 +92,12 @@ class Limits:
     disk_mb: int = 512
     cpu_seconds: int = 1800
 
+    @property
+    def group_mb(self) -> int:
+        """What all of a kernel's processes may hold together (:class:`MemoryGroup`): its memory, and
+        its scratch folder, whose files live in memory."""
+        return self.memory_mb + self.disk_mb
+
 
 @dataclass
 class SandboxSpec:
@@ -105,7 +111,7 @@ class SandboxSpec:
     limits: Limits = field(default_factory=Limits)
     env: dict[str, str] = field(default_factory=dict)
     zygote: str = ""  # the socket of the process that forks kernels (autograder.zygote)
-    memory_group: str = ""  # where the kernel's memory control group is made (memory_group_parent), or none
+    memory_group: str = ""  # where the kernel's memory control group is made (memory_group_for), or none
 
     def write(self, root: Path) -> None:
         path = root / SPEC_FILE
@@ -234,7 +240,7 @@ def missing_protections(mode: str, drop_user: bool) -> list[str]:
 
 def memory_group_missing(mode: str) -> list[str]:
     """The words for a missing memory control group, if mode ``root`` runs without one."""
-    if mode != "root" or memory_group_parent():
+    if mode != "root" or memory_group_for(mode):
         return []
     return ["memory limit for the whole sandbox: this machine lets the grader make no memory control group "
             "(cgroup v1's memory controller, or v2 where the grader's own group gives its children the memory "
@@ -542,6 +548,12 @@ def memory_group_parent() -> str:
     return ""
 
 
+def memory_group_for(mode: str) -> str:
+    """Where kernels of ``mode`` get their memory groups: :func:`memory_group_parent` in mode ``root``
+    (the other modes have no unprivileged user who could not leave a group), else ``""``."""
+    return memory_group_parent() if mode == "root" else ""
+
+
 class MemoryGroup:
     """A memory control group holding one kernel's processes: together they use at most ``limit_mb``.
 
@@ -599,9 +611,15 @@ class MemoryGroup:
                 time.sleep(0.05)
 
 
-def kernel_name(info: dict) -> str:
-    """A kernel's own name in its sandbox folder, from its connection info: ``kernel-XXXX``."""
-    return Path(info["ip"]).parent.name
+def kernel_name(ip: str) -> str:
+    """A kernel's own name in its sandbox folder, from the ``ip`` of its connection (a socket path
+    ``ROOT/ipc/kernel-XXXX/kernel``): ``kernel-XXXX``."""
+    return Path(ip).parent.name
+
+
+def write_memory_report(root: Path, ip: str, usage: dict) -> None:
+    """Record what the memory group of the kernel at ``ip`` saw, for :func:`memory_report`."""
+    (root / MEMORY_FILE.format(kernel=kernel_name(ip))).write_text(json.dumps(usage), encoding="utf-8")
 
 
 def memory_report(root: Path, kernel: str = "*") -> dict:

@@ -178,7 +178,7 @@ def relay(connection: socket.socket) -> None:
     if spec.memory_group:  # made by the relay, as root: the kernel's user can neither leave it nor raise its limit
         try:
             group = sandbox.MemoryGroup.make(spec.memory_group, f"{spec.uid}-{os.getpid()}-{os.urandom(4).hex()}",
-                                             spec.limits.memory_mb + spec.limits.disk_mb)
+                                             spec.limits.group_mb)
         except OSError as error:
             sandbox.send_message(connection, {"error": f"sandbox: no memory group for the kernel in "
                                                        f"{spec.memory_group}: {error}"})
@@ -208,8 +208,7 @@ def relay(connection: socket.socket) -> None:
                 ended = wait_status
         reported = reported or os.read(status_read, 64)
         if group is not None:  # written before the launcher ends, so the grader finds it with the exit status
-            report = root / sandbox.MEMORY_FILE.format(kernel=sandbox.kernel_name(info))
-            report.write_text(json.dumps(group.usage()), encoding="utf-8")
+            sandbox.write_memory_report(root, info["ip"], group.usage())
         try:
             sandbox.send_message(connection, {"status": int(reported) if reported else ended})
         except OSError:
