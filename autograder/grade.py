@@ -518,6 +518,8 @@ def start_workers(run: GradingRun) -> None:
 
 def record_reference(run: GradingRun) -> None:
     """Run the solution once in the sandbox; its check records are what students are compared with."""
+    from autograder.verdicts import forgeable_test_cells
+
     # The solution runs in the students' sandbox (its mode, limits and time limits), so that a sandbox
     # that cannot run it is reported before any student is graded: a run is kept per sandbox setting.
     settings = run.settings()
@@ -547,6 +549,12 @@ def record_reference(run: GradingRun) -> None:
             log.warning("WEAKER GRADING in %s.ipynb: %d test cell(s) make no checks through nlpbook.checks and are "
                         "graded by nbgrader's own rules (an error means 0, a number is partial credit), which trust "
                         "the student's kernel to report its errors: %s", path.stem, len(plain), ", ".join(plain))
+        forgeable = forgeable_test_cells(records)
+        if forgeable:
+            log.warning("FORGEABLE TESTS in %s.ipynb: %d test cell(s) check only yes-or-no answers, shapes or "
+                        "dtypes, which the student's kernel computes, so code in the notebook can rewrite them "
+                        "to pass; a test with at least one expect_close or expect_score is judged on a value "
+                        "that only the solution's run holds: %s", path.stem, len(forgeable), ", ".join(forgeable))
 
 
 def failing_on_solution(notebook: str, cells: list[str]) -> str:

@@ -56,6 +56,21 @@ def weaker_test_cells(notebook) -> list[str]:
                                        or "expect_" not in cell.source)]
 
 
+# The check kinds whose verdict compares a value the kernel sent with one that only the reference run
+# holds (expect_close, expect_score). The others (a yes-or-no answer, a shape, a dtype) are the
+# kernel's own word: code in the notebook can rewrite a later cell before it runs (an IPython input
+# transformer) so that its checks send passing records without running the student's code.
+VALUE_KINDS = ("close", "score")
+
+
+def forgeable_test_cells(reference: dict) -> list[str]:
+    """Grade ids of the test cells whose reference ``records`` (grade id -> the solution's records) make
+    checks but no value check: a notebook's own code can make them pass."""
+    return [grade_id for grade_id, records in reference.items()
+            if isinstance(records, list) and records
+            and not any(isinstance(record, dict) and record.get("kind") in VALUE_KINDS for record in records)]
+
+
 def pop_records(cell) -> list:
     """Remove the check records from ``cell``'s outputs and return them, in order."""
     records, kept = [], []

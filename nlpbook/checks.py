@@ -12,7 +12,9 @@ student's value as plain numbers.  The grader compares these values with the
 records of the instructor's solution, outside the student's kernel (see
 ``autograder.verdicts``), so nothing the student's code does inside its own
 process (patching ``torch.allclose``, objects whose ``==`` is always true,
-hiding tracebacks) changes a score.
+hiding tracebacks) passes a value check (``expect_close``, ``expect_score``).
+The other checks send what the kernel computed (a yes or no, a shape, a dtype),
+which code in the notebook can forge: a test needs a value check to be safe.
 
 Expected values may be given as a function of no arguments (``lambda:
 reference(x)``).  While a student's notebook is graded such a function is

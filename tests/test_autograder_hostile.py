@@ -186,6 +186,103 @@ def _(ctx):
         "print(1.0)\n"))
 
 
+def cells_without_a_value_check() -> dict[str, float]:
+    """The course's test cells that call no ``expect_close`` or ``expect_score``, with their points.
+
+    Read from the source notebook's text, not from the grader: what a notebook that rewrites its
+    test cells can score without solving anything, and what the grader's log must name."""
+    source = nbformat.read(SOURCE, as_version=4)
+    return {cell.metadata.nbgrader["grade_id"]: float(cell.metadata.nbgrader["points"]) for cell in source.cells
+            if cell.cell_type == "code" and cell.metadata.get("nbgrader", {}).get("grade")
+            and not cell.metadata.nbgrader.get("solution")
+            and not re.search(r"\bexpect_(close|score)\(", cell.source)}
+
+
+WITHOUT_A_VALUE_CHECK = cells_without_a_value_check()
+
+# An IPython input transformer rewrites every later cell that makes checks before it runs: each
+# statement runs guarded (the blank parts' NotImplementedError stops nothing), and each check call
+# becomes a record that passes where the kernel alone decides it (True for a yes-or-no check, the
+# test's own argument for a shape or a dtype). A value check gets zeros: its expected value exists
+# only in the solution's run, and the kernel never sees it.
+REWRITES_TESTS = """\
+import ast as _ast
+import torch as _torch
+import nlpbook.checks as _checks
+from IPython.display import display as _display
+
+# check -> (the record's kind, the place of its name, what the passing record says: True, an argument's place,
+# or None for zeros)
+_FORGED = {"expect_tensor": ("tensor", 1, True), "expect_shape": ("shape", 2, 1), "expect_dtype": ("dtype", 2, 1),
+           "expect_finite": ("finite", 1, True), "expect_true": ("true", 1, True),
+           "expect_raises": ("true", 2, True), "expect_close": ("close", 2, None)}
+
+
+def _forge(kind, name, actual):
+    if kind == "shape":
+        actual = list(actual)
+    elif kind == "dtype":
+        actual = str(actual)
+    elif kind == "close":
+        actual = _torch.zeros(1)
+    _display({_checks.CHECK_MIME: {"kind": kind, "name": name,
+                                   "actual": _checks.encode(actual, strict=kind == "close")}}, raw=True)
+
+
+def _guarded(statement):
+    return _ast.Try(body=[statement], handlers=[_ast.ExceptHandler(type=_ast.Name("Exception", _ast.Load()),
+                                                                   name=None, body=[_ast.Pass()])],
+                    orelse=[], finalbody=[])
+
+
+def _forged(statement):
+    call = statement.value if isinstance(statement, _ast.Expr) else None
+    check = getattr(getattr(call, "func", None), "id", getattr(getattr(call, "func", None), "attr", None))
+    if check not in _FORGED:
+        return statement
+    kind, at, passing = _FORGED[check]
+    arguments = list(call.args) + [keyword.value for keyword in call.keywords]
+    actual = _ast.Constant(True) if passing is True else arguments[passing] if passing else _ast.Constant(None)
+    return _ast.Expr(_ast.Call(_ast.Name("_forge", _ast.Load()), [_ast.Constant(kind), arguments[at], actual], []))
+
+
+def _rewrite(body):
+    rewritten = []
+    for statement in body:
+        if isinstance(statement, (_ast.For, _ast.While, _ast.If, _ast.With, _ast.Try)):
+            for block in ("body", "orelse", "finalbody"):
+                if getattr(statement, block, None):
+                    setattr(statement, block, _rewrite(getattr(statement, block)))
+            rewritten.append(_guarded(statement))
+        elif isinstance(statement, (_ast.FunctionDef, _ast.ClassDef, _ast.Import, _ast.ImportFrom)):
+            rewritten.append(statement)
+        else:
+            rewritten.append(_guarded(_forged(statement)))
+    return rewritten
+
+
+def _rewrite_tests(lines):
+    source = "".join(lines)
+    if "expect_" not in source:
+        return lines
+    try:
+        tree = _ast.parse(source)
+    except SyntaxError:
+        return lines
+    tree.body = _rewrite(tree.body)
+    return [line + "\\n" for line in _ast.unparse(_ast.fix_missing_locations(tree)).splitlines()]
+
+
+get_ipython().input_transformers_post.append(_rewrite_tests)
+"""
+
+
+@student("rewrites-test-cells", sum(WITHOUT_A_VALUE_CHECK.values()))
+def _(ctx):
+    # Nothing solved: every point it gets is a test cell's that checks only what the kernel says.
+    return with_cell(exercise(), "setup", REWRITES_TESTS)
+
+
 @student("edits-tests-and-points", FULL - 4)
 def _(ctx):
     notebook = solved(ASSIGNMENT, NOTEBOOK, WRONG_ATTENTION)
@@ -700,6 +797,13 @@ def test_feedback_puts_tests_the_grader_cut_short_down_to_the_cut(hostile_class,
     for grade_id, errors in cut.items():
         assert len(errors) == 1 and reason in errors[0], (grade_id, errors)
     assert not any("an error in your code" in e for errors in verdicts.values() for e in errors), verdicts
+
+
+def test_the_log_names_the_test_cells_a_notebook_can_forge(hostile_class):
+    # The cells that rewrites-test-cells took without solving anything are the ones the log warns about.
+    assert WITHOUT_A_VALUE_CHECK, "the course has no test cell without a value check: nothing here is shown"
+    [line] = [line for line in _log(hostile_class).splitlines() if "FORGEABLE TESTS in attention.ipynb" in line]
+    assert line.endswith(": " + ", ".join(WITHOUT_A_VALUE_CHECK)), line
 
 
 def test_the_log_names_each_fault(hostile_class):

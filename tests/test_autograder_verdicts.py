@@ -226,6 +226,18 @@ def test_test_cells_that_nbgrader_rules_will_grade_are_found_in_the_source():
     assert weaker_test_cells(notebook) == ["mixed", "plain", "no_checks"]
 
 
+def test_test_cells_judged_only_on_what_the_kernel_says_are_found_in_the_reference():
+    from autograder.verdicts import forgeable_test_cells
+
+    reference = {"value": [_reference("true", "a flag", True), CLOSE],  # one value check is enough
+                 "yes_no": [_reference("true", "a flag", True), _reference("shape", "output", [2, 3]),
+                            _reference("dtype", "output", "torch.float32")],
+                 "trained": [_reference("score", "accuracy", 0.8)],
+                 "plain": [],  # nbgrader's rules: named as weaker, not here
+                 "fails_on_the_solution": "nbgrader-rules"}
+    assert forgeable_test_cells(reference) == ["yes_no"]
+
+
 # ---------------------------------------------------------------- trained models, scored here
 
 

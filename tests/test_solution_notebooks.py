@@ -1,6 +1,8 @@
 """The solution notebooks also run under nbval (see pytest's configuration); here, their structure."""
 from __future__ import annotations
 
+import re
+
 import nbformat
 import pytest
 
@@ -33,6 +35,18 @@ def test_chapter_standard_counts(assignment):
     assert all(m.get("locked") and m.get("points", 0) > 0 for m in tests)
     hidden = [m for p, c, m in _cells(assignment) if m.get("grade") and "### BEGIN HIDDEN TESTS" in c.source]
     assert len(hidden) >= len(code_parts), "every part needs hidden tests"
+
+
+@pytest.mark.parametrize("assignment", assignments())
+def test_every_hidden_test_makes_a_value_check_and_the_visible_ones_without_one_are_worth_a_point(assignment):
+    # A check of a yes or no, a shape or a dtype is the student's kernel's word, which code in the notebook
+    # can rewrite (autograder.verdicts.VALUE_KINDS); an expected value exists only in the solution's run.
+    value_check = re.compile(r"\bexpect_(close|score)\(")
+    for path, cell, meta in _cells(assignment):
+        if cell.cell_type != "code" or not meta.get("grade") or meta.get("solution") or value_check.search(cell.source):
+            continue
+        assert "### BEGIN HIDDEN TESTS" not in cell.source, f"{path}: hidden test {meta['grade_id']} makes no value check"
+        assert meta["points"] <= 1, f"{path}: {meta['grade_id']} is worth {meta['points']} points and makes no value check"
 
 
 def test_nbval_starts_another_kernel_when_one_dies_at_start():
