@@ -1,16 +1,18 @@
 """The book's training recipe: how every language model and BERT of chapters 5 and 6 is trained.
 
 A comparison between two models is only as good as the training each got.  The recipe is
-GPT-3's, as nanoGPT uses it to reproduce GPT-2 (beta2 0.95, weight decay 0.1, cosine to a tenth;
+close to GPT-3's as nanoGPT uses it to reproduce GPT-2 (beta2 0.95, weight decay 0.1, cosine to a tenth;
 the BERT pages pass BERT's own beta2 and decay), so that a race between a Transformer and an LSTM
 compares the models, not one model's luck with its settings:
 
 - **AdamW** (Loshchilov and Hutter) with weight decay on the matrices only: the weights of linear
   maps and embedding tables shrink towards zero, biases and LayerNorm gains do not (decaying a
   gain pulls the normalized activations towards zero, which nothing asks for);
-- a **linear warm-up** over ``warmup`` steps, then a **cosine decay** to ``min_lr_ratio`` of the
-  peak rate at the end of the budget; the budget may be steps or seconds, so the decay follows
-  whichever the run is given (:meth:`Recipe.lr_factor`);
+- a **linear warm-up** over ``warmup`` steps times a **cosine decay** to ``min_lr_ratio`` of the
+  peak rate at the end of the budget, over the whole budget (nanoGPT starts its cosine when the
+  warm-up ends; here it has begun by then, so with a warm-up of a tenth of the budget the rate
+  peaks at 98% of ``lr``); the budget may be steps or seconds, so the decay follows whichever the
+  run is given (:meth:`Recipe.lr_factor`);
 - the gradient's norm **clipped** at ``clip``;
 - **bfloat16** autocast on a GPU (the matrix products run at the tensor cores' rate, the weights
   and the optimizer stay float32); float32 on a CPU, where bfloat16 is slower.
@@ -48,19 +50,11 @@ class Recipe:
             raise ValueError(f"a recipe needs lr > 0, weight_decay >= 0, warmup >= 0 and 0 <= min_lr_ratio <= 1: {self}")
 
     def optimizer(self, model: nn.Module) -> torch.optim.AdamW:
-        """AdamW over the trainable weights: two groups, matrices (two or more dimensions) with weight
-        decay and everything else (biases, LayerNorm gains and shifts) without.  A weight tied to
-        another (an LM's output layer and its embedding) is counted once."""
-        decayed, plain, seen = [], [], set()
-        for parameter in model.parameters():
-            if not parameter.requires_grad or id(parameter) in seen:
-                continue
-            seen.add(id(parameter))
-            (decayed if parameter.dim() >= 2 else plain).append(parameter)
-        groups = [{"params": decayed, "weight_decay": self.weight_decay}, {"params": plain, "weight_decay": 0.0}]
-        fused = all(p.is_cuda for p in decayed + plain)  # one kernel for every weight's update on a GPU
-        return torch.optim.AdamW([g for g in groups if g["params"]], lr=self.lr, betas=self.betas,
-                                 fused=fused or None)
+        """AdamW over the trainable weights, in :func:`decay_groups`: matrices with weight decay,
+        biases and LayerNorm's weights without."""
+        groups = decay_groups(model, self.weight_decay)
+        fused = all(p.is_cuda for group in groups for p in group["params"])  # one kernel for every update on a GPU
+        return torch.optim.AdamW(groups, lr=self.lr, betas=self.betas, fused=fused or None)
 
     def lr_factor(self, step: int, progress: float) -> float:
         """The multiple of ``lr`` for optimizer step ``step`` (counting from 0) when ``progress`` (0 to 1)
@@ -76,3 +70,20 @@ class Recipe:
         if self.bf16 and torch.device(device).type == "cuda":
             return torch.autocast("cuda", dtype=torch.bfloat16)
         return contextlib.nullcontext()
+
+
+def decay_groups(module: nn.Module, weight_decay: float, **options) -> list[dict]:
+    """``module``'s trainable weights as AdamW's parameter groups: the matrices (two or more
+    dimensions: linear maps, embedding tables) with ``weight_decay``, everything else (biases,
+    LayerNorm's gains and shifts) without, as BERT and GPT-2 were trained.  ``options`` (a learning
+    rate, say) go into both groups; a weight tied to another (an LM's output layer and its
+    embedding) is counted once, and an empty group is left out."""
+    decayed, plain, seen = [], [], set()
+    for parameter in module.parameters():
+        if not parameter.requires_grad or id(parameter) in seen:
+            continue
+        seen.add(id(parameter))
+        (decayed if parameter.dim() >= 2 else plain).append(parameter)
+    groups = [{"params": decayed, "weight_decay": weight_decay, **options},
+              {"params": plain, "weight_decay": 0.0, **options}]
+    return [group for group in groups if group["params"]]

@@ -144,6 +144,18 @@ def test_the_recipe_decays_matrices_only_and_counts_a_tied_weight_once():
     assert [len(group["params"]) for group in groups] == [1, 3]  # the table; LN gain and shift, output bias
 
 
+def test_decay_groups_give_each_module_its_own_rate_and_leave_frozen_weights_out():
+    from nlpbook.recipe import decay_groups
+
+    model = _tiny_lm()
+    model[0].weight.requires_grad_(False)  # a frozen embedding table
+    groups = decay_groups(model, 0.01, lr=5e-5) + decay_groups(nn.Linear(3, 2), 0.01, lr=1e-3)
+    assert [(group["weight_decay"], group["lr"], len(group["params"])) for group in groups] == [
+        (0.01, 5e-5, 1), (0.0, 5e-5, 3), (0.01, 1e-3, 1), (0.0, 1e-3, 1)]  # the output matrix; LN, bias
+    # nothing to decay: one group, without decay
+    assert [group["weight_decay"] for group in decay_groups(nn.LayerNorm(4), 0.01)] == [0.0]
+
+
 def test_the_schedule_warms_up_linearly_then_follows_a_cosine_to_its_floor():
     from nlpbook.recipe import Recipe
 
