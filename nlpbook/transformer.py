@@ -46,10 +46,22 @@ def sinusoidal_positions(length: int, width: int) -> torch.Tensor:
 
 class KVCache:
     """The keys and values one self-attention layer has computed for the tokens read so far,
-    (B, H, S, Dh) each, S growing by the tokens of every call."""
+    (B, H, S, Dh) each, S growing by the tokens of every call.
+
+    A decoder layer's cache also keeps, in :attr:`memory`, its cross-attention's keys and values of
+    the source, computed at the first step and read at every later one: the source does not change
+    while a sentence is decoded."""
 
     def __init__(self):
         self.keys = self.values = None
+        self._memory: KVCache | None = None
+
+    @property
+    def memory(self) -> "KVCache":
+        """The cross-attention's keys and values of the source (empty until the first step)."""
+        if self._memory is None:
+            self._memory = KVCache()
+        return self._memory
 
     def __len__(self) -> int:
         return 0 if self.keys is None else self.keys.shape[2]
@@ -70,7 +82,8 @@ class MultiHeadAttention(nn.Module):
     With ``return_probs`` the weights are computed step by step and returned (for plots); otherwise
     PyTorch's fused ``scaled_dot_product_attention`` computes the same function faster.  With a
     ``cache`` (self-attention while generating), the keys and values of earlier tokens come from it
-    and the new tokens' are added to it.
+    and the new tokens' are added to it.  With ``fixed`` (cross-attention while generating), the keys
+    and values are computed at the first call and read from it at every later one.
 
     ``causal`` says that ``mask`` is ``causal_mask(T)``, T queries over as many keys.  The fused call
     then builds that pattern itself (``is_causal``) instead of reading the mask, the same function,
@@ -89,8 +102,14 @@ class MultiHeadAttention(nn.Module):
         return x.view(B, T, self.heads, self.head_width).transpose(1, 2)                 # (B, H, T, Dh)
 
     def forward(self, query, key, value, mask=None, return_probs: bool = False, cache: KVCache | None = None,
-                causal: bool = False):
-        q, k, v = self.split(self.q(query)), self.split(self.k(key)), self.split(self.v(value))  # (B, H, T|S, Dh)
+                causal: bool = False, fixed: KVCache | None = None):
+        q = self.split(self.q(query))                                                   # (B, H, T, Dh)
+        if fixed is not None and len(fixed):
+            k, v = fixed.keys, fixed.values                                             # (B, H, S, Dh)
+        else:
+            k, v = self.split(self.k(key)), self.split(self.v(value))                   # (B, H, S, Dh)
+            if fixed is not None:
+                fixed.extend(k, v)
         if cache is not None:
             k, v = cache.extend(k, v)                                                   # (B, H, S, Dh), S = kept + T
         if causal and q.shape[2] != k.shape[2]:
@@ -166,7 +185,8 @@ class DecoderLayer(nn.Module):
 
     def forward(self, y, memory, self_mask=None, memory_mask=None, cache=None, causal=False):  # y (B, T, D), memory (B, S, D)
         self_block = lambda z: self.dropout1(self.self_attn(z, z, z, self_mask, cache=cache, causal=causal))
-        cross_block = lambda z: self.dropout2(self.cross_attn(z, memory, memory, memory_mask))
+        fixed = cache.memory if cache is not None else None  # the source's keys and values, computed once
+        cross_block = lambda z: self.dropout2(self.cross_attn(z, memory, memory, memory_mask, fixed=fixed))
         feed_block = lambda z: self.dropout3(self.feed_forward(z))
         for block, norm in ((self_block, self.norm1), (cross_block, self.norm2), (feed_block, self.norm3)):
             y = y + block(norm(y)) if self.norm_first else norm(y + block(y))

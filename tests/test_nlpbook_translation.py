@@ -232,6 +232,12 @@ def test_greedy_translate_matches_teacher_forced_argmax_one_token_at_a_time_with
         batched = greedy_translate(model, pairs, source_vocab, target_vocab, max_length=8)
         # the Transformer's keys and values kept from step to step, or its whole prefix read again
         assert batched == greedy_translate(model, pairs, source_vocab, target_vocab, max_length=8, cache=False)
+        if not hasattr(model, "decode_step"):  # the Transformer: the source's keys computed once, not every step
+            calls = []
+            hook = model.decoder[0].cross_attn.k.register_forward_hook(lambda *args: calls.append(1))
+            greedy_translate(model, pairs, source_vocab, target_vocab, max_length=8)
+            hook.remove()
+            assert calls == [1]
         for pair, output in zip(pairs, batched):
             source, lengths, _ = to_tensors([pair], source_vocab, target_vocab)
             prefix = [target_vocab.index(BOS)]
