@@ -71,6 +71,13 @@ if "AUTOGRADER_CACHE" not in os.environ:
     atexit.register(shutil.rmtree, os.environ["AUTOGRADER_CACHE"], ignore_errors=True)
 
 
+def makes_a_value_check(source: str) -> bool:
+    """Whether a test cell's source calls ``expect_close`` or ``expect_score``: the checks whose expected
+    value exists only in the solution's run (``autograder.verdicts.VALUE_KINDS``); the others send what
+    the student's kernel computed, which code in the notebook can forge."""
+    return re.search(r"\bexpect_(close|score)\(", source) is not None
+
+
 def run_autograder(*args: str, timeout: int = 1800, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     """Run ``python -m autograder ARGS`` the way an instructor does (``env`` added to the environment),
     and capture what it prints."""

@@ -27,7 +27,8 @@ from nbformat.v4 import new_code_cell, new_markdown_cell
 from autograder import sandbox
 from autograder.course import REPO_ROOT
 from autograder.execute import STOP_KEY
-from conftest import run_autograder
+from autograder.verdicts import is_test_cell
+from conftest import makes_a_value_check, run_autograder
 from processes import left_behind, processes
 from autograder.handins import write
 from attention_course import COURSE_ARGS, SOURCE, exercise, solved
@@ -193,9 +194,7 @@ def cells_without_a_value_check() -> dict[str, float]:
     test cells can score without solving anything, and what the grader's log must name."""
     source = nbformat.read(SOURCE, as_version=4)
     return {cell.metadata.nbgrader["grade_id"]: float(cell.metadata.nbgrader["points"]) for cell in source.cells
-            if cell.cell_type == "code" and cell.metadata.get("nbgrader", {}).get("grade")
-            and not cell.metadata.nbgrader.get("solution")
-            and not re.search(r"\bexpect_(close|score)\(", cell.source)}
+            if is_test_cell(cell) and not makes_a_value_check(cell.source)}
 
 
 WITHOUT_A_VALUE_CHECK = cells_without_a_value_check()

@@ -1,12 +1,11 @@
 """The solution notebooks also run under nbval (see pytest's configuration); here, their structure."""
 from __future__ import annotations
 
-import re
-
 import nbformat
 import pytest
 
 from autograder.course import SOLUTIONS, assignments
+from autograder.verdicts import is_test_cell
 
 
 def _cells(assignment):
@@ -39,11 +38,10 @@ def test_chapter_standard_counts(assignment):
 
 @pytest.mark.parametrize("assignment", assignments())
 def test_every_hidden_test_makes_a_value_check_and_the_visible_ones_without_one_are_worth_a_point(assignment):
-    # A check of a yes or no, a shape or a dtype is the student's kernel's word, which code in the notebook
-    # can rewrite (autograder.verdicts.VALUE_KINDS); an expected value exists only in the solution's run.
-    value_check = re.compile(r"\bexpect_(close|score)\(")
+    from conftest import makes_a_value_check
+
     for path, cell, meta in _cells(assignment):
-        if cell.cell_type != "code" or not meta.get("grade") or meta.get("solution") or value_check.search(cell.source):
+        if not is_test_cell(cell) or makes_a_value_check(cell.source):
             continue
         assert "### BEGIN HIDDEN TESTS" not in cell.source, f"{path}: hidden test {meta['grade_id']} makes no value check"
         assert meta["points"] <= 1, f"{path}: {meta['grade_id']} is worth {meta['points']} points and makes no value check"
