@@ -23,6 +23,7 @@ import math
 import random
 import re
 import tarfile
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
@@ -250,6 +251,19 @@ def bleu(hypotheses: list, pairs: list[Pair]) -> tuple[float, float]:
     return score, sum(h == r for h, r in zip(joined, references)) / len(pairs)
 
 
+def constant_translation(train: list[Pair], valid: list[Pair], candidates: int = 20) -> tuple[str, ...]:
+    """The one target sentence that scores best when it is the translation of every source: of the
+    ``candidates`` most frequent targets in ``train``, the one with the highest corpus BLEU on
+    ``valid`` (the more frequent one on a tie).  A floor for BLEU: a model that does not beat it
+    has learned nothing from the source that BLEU can see."""
+    if not train or not valid:
+        raise ValueError(f"a constant translation needs training and validation pairs: {len(train)} and {len(valid)}")
+    if candidates < 1:
+        raise ValueError(f"candidates must be at least 1: {candidates}")
+    common = [target for target, _ in Counter(p.target for p in train).most_common(candidates)]
+    return max(common, key=lambda target: bleu([target] * len(valid), valid)[0])  # max keeps the first of equals
+
+
 def chrf(hypotheses: list, pairs: list[Pair]) -> float:
     """Corpus chrF (Popovic, 2015) of token-list ``hypotheses`` against the pairs' targets, as
     sacrebleu's ``CHRF`` computes it by default: character n-grams of 1 to 6 characters with the
@@ -351,6 +365,14 @@ def random_batches(tensors, batch_size: int, generator: torch.Generator):
     """Batches of ``batch_size`` random pairs of ``tensors``, each trimmed to its longest member, without end."""
     while True:
         yield _trimmed(tensors, torch.randint(0, len(tensors[0]), (batch_size,), generator=generator))
+
+
+# Chapter 5's translation race: its two models and the learning rate each races at, the one with
+# the highest validation BLEU after the page's 70 s on 2 CPU threads, one seed
+# (benchmarks/translation_rates.py, 2026-12-05). LSTM: 2e-3 1.49, 5e-3 1.80, 1e-2 3.61, 2e-2 3.94,
+# 4e-2 0.70; Transformer: 1e-3 3.94, 2e-3 4.42, 5e-3 3.10, 1e-2 1.92. full uses them unswept.
+RACE_MODELS = ("LSTM + attention", "Transformer")
+RACE_RATES = {"LSTM + attention": 2e-2, "Transformer": 2e-3}
 
 
 def train_translator(model, tensors, *, seed: int, lr: float, warmup: int = 0,

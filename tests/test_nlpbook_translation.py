@@ -5,8 +5,9 @@ import tarfile
 import pytest
 import sacrebleu
 
-from nlpbook.translation import (EOS, Pair, bleu, build_vocabularies, chrf, multi30k, number_pairs,
-                                 number_phrase, tokenize_phrase, until_eos)
+from nlpbook.translation import (EOS, RACE_MODELS, RACE_RATES, Pair, bleu, build_vocabularies, chrf,
+                                 constant_translation, multi30k, number_pairs, number_phrase,
+                                 tokenize_phrase, until_eos)
 from servers import file_server
 
 
@@ -80,6 +81,30 @@ def test_until_eos_and_bleu():
     assert exact == 0.5
     assert score == sacrebleu.corpus_bleu([" ".join(h) for h in wrong], [[" ".join(p.target) for p in pairs]],
                                           tokenize="none").score
+
+
+def test_constant_translation_is_the_frequent_target_that_scores_best_on_validation():
+    said = ("and", "the", "lord", "said", "to", "moses", ":")
+    spoke = ("the", "word", "of", "the", "lord", "came", "to", "me", ",", "saying", ":")
+    train = [Pair(("s", str(i)), target) for i, target in
+             enumerate([said] * 3 + [spoke] * 2 + [("amen", ".")])]
+    # validation verses that share long n-grams with the less frequent target only
+    valid = [Pair(("v",), spoke[:-1] + ("hear", ":")), Pair(("w",), ("then",) + spoke)]
+    scores = {t: bleu([t] * len(valid), valid)[0] for t in (said, spoke, ("amen", "."))}
+    assert constant_translation(train, valid) == max(scores, key=scores.get) == spoke
+    assert constant_translation(train, valid, candidates=1) == said  # the most frequent only
+    assert constant_translation(train, valid[:1] * 3, candidates=2) == spoke
+    for bad, match in (((train, []), "needs training and validation pairs"),
+                       (([], valid), "needs training and validation pairs")):
+        with pytest.raises(ValueError, match=match):
+            constant_translation(*bad)
+    with pytest.raises(ValueError, match="candidates must be at least 1"):
+        constant_translation(train, valid, candidates=0)
+
+
+def test_race_rates_name_a_rate_for_each_race_model():
+    assert set(RACE_RATES) == set(RACE_MODELS) and len(RACE_MODELS) == 2
+    assert all(0 < rate < 0.1 for rate in RACE_RATES.values())
 
 
 def test_chrf_is_sacrebleus_chrf_and_ignores_how_words_are_cut():
