@@ -368,7 +368,7 @@ def random_batches(tensors, batch_size: int, generator: torch.Generator):
 
 
 # Chapter 5's translation race: its two models and the learning rate each races at, the one with
-# the highest validation BLEU after the page's 70 s on 2 CPU threads, one seed
+# the highest validation BLEU after 70 s on 2 CPU threads (the race's length then), one seed
 # (benchmarks/translation_rates.py, 2026-12-05). LSTM: 2e-3 1.49, 5e-3 1.80, 1e-2 3.61, 2e-2 3.94,
 # 4e-2 0.70; Transformer: 1e-3 3.94, 2e-3 4.42, 5e-3 3.10, 1e-2 1.92. full uses them unswept.
 RACE_MODELS = ("LSTM + attention", "Transformer")

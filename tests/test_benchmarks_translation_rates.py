@@ -31,4 +31,7 @@ def test_a_small_sweep_prints_a_row_a_rate_and_the_best():
     rows = [line.split() for line in done.stdout.splitlines() if line.startswith("Transformer ")]
     assert [row[1] for row in rows] == ["1e-03", "3e-03"]
     assert all(int(row[2]) >= 1 and float(row[3]) > 0 for row in rows)  # steps, validation loss
-    assert "Transformer: highest validation BLEU at rate" in done.stdout
+    # the rate it names is the first with the highest BLEU of the column it printed
+    scores = [float(row[4]) for row in rows]
+    best = rows[scores.index(max(scores))][1]
+    assert f"Transformer: highest validation BLEU at rate {best}" in done.stdout

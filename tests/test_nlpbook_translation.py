@@ -93,7 +93,9 @@ def test_constant_translation_is_the_frequent_target_that_scores_best_on_validat
     scores = {t: bleu([t] * len(valid), valid)[0] for t in (said, spoke, ("amen", "."))}
     assert constant_translation(train, valid) == max(scores, key=scores.get) == spoke
     assert constant_translation(train, valid, candidates=1) == said  # the most frequent only
-    assert constant_translation(train, valid[:1] * 3, candidates=2) == spoke
+    # nothing in common with any candidate: every score is 0 and the most frequent is kept
+    unrelated = [Pair(("x",), ("zzz", "yyy", "xxx", "www", "vvv"))]
+    assert constant_translation(train, unrelated) == said
     for bad, match in (((train, []), "needs training and validation pairs"),
                        (([], valid), "needs training and validation pairs")):
         with pytest.raises(ValueError, match=match):
