@@ -26,8 +26,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from nlpbook.seq2seq import Seq2Seq  # noqa: E402
 from nlpbook.transformer import EncoderDecoder  # noqa: E402
-from nlpbook.translation import (RACE_MODELS, bible_translation, bleu, build_vocabularies,  # noqa: E402
-                                 greedy_translate, pieces_to_words, to_tensors, train_translator,
+from nlpbook.translation import (RACE_MODELS, RACE_OPTIONS, bible_translation, bleu,  # noqa: E402
+                                 build_vocabularies, greedy_translate, pieces_to_words, to_tensors, train_translator,
                                  validation_loss)
 
 DEFAULT_RATES = {"LSTM + attention": [2e-3, 5e-3, 1e-2, 2e-2, 4e-2], "Transformer": [1e-3, 2e-3, 5e-3, 1e-2]}
@@ -65,10 +65,9 @@ def main() -> None:
         for rate in args.rates or DEFAULT_RATES[kind]:
             torch.manual_seed(args.seed)
             model = build(kind, sizes, args.width)
-            # the page's settings apart from the rate: chapter 3's betas for the LSTM, the
-            # paper's beta2 and a warm-up of 50 steps for the Transformer
-            options = dict(betas=(0.9, 0.999)) if kind == "LSTM + attention" else dict(warmup=50)
-            run = train_translator(model, train, seed=args.seed, seconds=args.seconds, lr=rate, **options)
+            # the race's settings apart from the rate (betas, warm-up)
+            run = train_translator(model, train, seed=args.seed, seconds=args.seconds, lr=rate,
+                                   **RACE_OPTIONS[kind])
             loss = validation_loss(model, valid)
             outputs = greedy_translate(model, valid_pieces, *vocabs)
             score = bleu([pieces_to_words(list(o)) for o in outputs], valid_words)[0]

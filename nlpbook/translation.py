@@ -373,6 +373,9 @@ def random_batches(tensors, batch_size: int, generator: torch.Generator):
 # 4e-2 0.70; Transformer: 1e-3 3.94, 2e-3 4.42, 5e-3 3.10, 1e-2 1.92. full uses them unswept.
 RACE_MODELS = ("LSTM + attention", "Transformer")
 RACE_RATES = {"LSTM + attention": 2e-2, "Transformer": 2e-3}
+# The rest of each model's settings in the race and in its sweep: chapter 3's betas for the LSTM,
+# the paper's beta2 (train_translator's default) after a warm-up of 50 steps for the Transformer
+RACE_OPTIONS = {"LSTM + attention": dict(betas=(0.9, 0.999)), "Transformer": dict(warmup=50)}
 
 
 def train_translator(model, tensors, *, seed: int, lr: float, warmup: int = 0,

@@ -5,8 +5,8 @@ import tarfile
 import pytest
 import sacrebleu
 
-from nlpbook.translation import (EOS, RACE_MODELS, RACE_RATES, Pair, bleu, build_vocabularies, chrf,
-                                 constant_translation, multi30k, number_pairs, number_phrase,
+from nlpbook.translation import (EOS, RACE_MODELS, RACE_OPTIONS, RACE_RATES, Pair, bleu,
+                                 build_vocabularies, chrf, constant_translation, multi30k, number_pairs, number_phrase,
                                  tokenize_phrase, until_eos)
 from servers import file_server
 
@@ -105,7 +105,7 @@ def test_constant_translation_is_the_frequent_target_that_scores_best_on_validat
 
 
 def test_race_rates_name_a_rate_for_each_race_model():
-    assert set(RACE_RATES) == set(RACE_MODELS) and len(RACE_MODELS) == 2
+    assert set(RACE_RATES) == set(RACE_MODELS) == set(RACE_OPTIONS) and len(RACE_MODELS) == 2
     assert all(0 < rate < 0.1 for rate in RACE_RATES.values())
 
 
