@@ -135,6 +135,7 @@ class ClassScores:
     parts: dict[str, dict[str, list[float]]]
     hand_in_of: dict[str, HandIn]  # entry name -> the packed hand-in that carried it
     alone: dict[str, HandIn]       # student id -> the entry handed in again on its own (costly and whole parts blank)
+    out: Path                      # the grading's --out folder
 
     def __getitem__(self, student: str) -> dict[str, list[float]]:
         return self.parts[student]
@@ -183,7 +184,7 @@ def grade_class(assignment: str, notebook: str, entries: list[Entry], alone: tup
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     return ClassScores(parts=read_part_scores(out, parts_of(assignment, notebook)),
                        hand_in_of={entry.name: hand_in for hand_in in checked for entry in hand_in.entries},
-                       alone={hand_in.student: hand_in for hand_in in again})
+                       alone={hand_in.student: hand_in for hand_in in again}, out=out)
 
 
 def check_hand_in(scores, hand_in: HandIn) -> None:
@@ -279,6 +280,15 @@ class ChapterGrading:
         assert sorted(scores["solution"]) == sorted(parts_of(self.ASSIGNMENT, self.NOTEBOOK))
         assert all(score == maximum for score, maximum in scores["solution"].values())
         assert sum(score for score, _ in scores["solution"].values()) == self.AUTO_POINTS
+
+    def test_the_solution_runs_without_an_error_in_any_cell(self, scores):
+        # What nbval checked when it ran the solution notebooks in every test run: graded as a
+        # student, the solution must raise in no cell, graded or not (a plot, an optional study).
+        graded = scores.out / "course" / "autograded" / "solution" / self.ASSIGNMENT / f"{self.NOTEBOOK}.ipynb"
+        errors = [f"cell {index}: {output.ename}: {output.evalue}"
+                  for index, cell in enumerate(nbformat.read(graded, as_version=4).cells) if cell.cell_type == "code"
+                  for output in cell.get("outputs", []) if output.output_type == "error"]
+        assert not errors, "\n".join(errors)
 
     def test_the_untouched_exercise_scores_zero(self, scores):
         assert all(score == 0.0 for score, _ in scores["untouched"].values())

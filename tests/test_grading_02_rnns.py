@@ -15,6 +15,8 @@ class TestRnnsExercise(ChapterGrading):
     WHOLE = (CARRIED,)
     # Handed in on its own as well as packed beside other parts' mistakes (chapter_grading.py).
     ALONE = ("forward-returns-first-state",)
+    # Part 7 trains a language model: it runs only in the hand-ins that carry its own entries.
+    COSTLY = (TRAIN,)
     # student id -> (the part it breaks, its score in that part, edits to the solution)
     MISTAKES = {
         "step-without-tanh": (STEP, 0.0, {STEP: [("return torch.tanh(", "return (")]}),

@@ -14,6 +14,9 @@ class TestLstmsExercise(ChapterGrading):
     AUTO_POINTS = 19.0
     # Handed in on its own as well as packed beside other parts' mistakes (chapter_grading.py).
     ALONE = ("greedy-keeps-eos",)
+    # Part 6 trains a translator (about 15 s a notebook in quick): it runs only in the hand-ins that
+    # carry its own entries, every packed one, and not again beside an entry handed in alone.
+    COSTLY = (TRANSLATOR,)
     # student id -> (the part it breaks, its score in that part, edits to the solution)
     MISTAKES = {
         "lstm-h-from-old-cell": (LSTM, 0.0, {LSTM: [("torch.sigmoid(o) * torch.tanh(c)", "torch.sigmoid(o) * torch.tanh(c_prev)")]}),

@@ -14,6 +14,8 @@ TRAIN = "masked_char_model"
 class TestAttentionExercise(ChapterGrading):
     ASSIGNMENT, NOTEBOOK = "04-attention", "attention"
     AUTO_POINTS = 20.0
+    # Part 7 trains an encoder: it runs only in the hand-ins that carry its own entries.
+    COSTLY = (TRAIN,)
     # student id -> (the part it breaks, its score in that part, edits to the solution)
     MISTAKES = {
         # Training for a target (part 7): the grader scores the trained weights itself.

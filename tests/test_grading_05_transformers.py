@@ -33,6 +33,8 @@ class TestTransformersExercise(ChapterGrading):
     AUTO_POINTS = 26.0
     # Handed in on its own as well as packed beside other parts' mistakes (chapter_grading.py).
     ALONE = ("encoder-without-the-second-residual",)
+    # Parts 6 and 8 train a language model each: they run only in the hand-ins that carry their own entries.
+    COSTLY = (MODEL, PAPER)
     # student id -> (the part it breaks, its score in that part, edits to the solution)
     MISTAKES = {
         "merges-counts-ignore-word-frequency": (MERGES, 0.0, {MERGES: [("pairs[pair] += count", "pairs[pair] += 1")]}),

@@ -22,8 +22,9 @@ class TestBertExercise(ChapterGrading):
     AUTO_POINTS = 26.0
     # Handed in on its own as well as packed beside other parts' mistakes (chapter_grading.py).
     ALONE = ("attention-mask-multiplied",)
-    # Part 8 fine-tunes MiniLM for about 15 s: it runs only in the hand-ins that carry its own entries.
-    COSTLY = (FINE_TUNE,)
+    # Part 7 trains a probe and part 8 fine-tunes MiniLM (about 15 s): each runs only in the hand-ins
+    # that carry its own entries.
+    COSTLY = (PROBE, FINE_TUNE)
     # student id -> (the part it breaks, its score in that part, edits to the solution)
     MISTAKES = {
         "wordpiece-without-continuation-marks": (WORDPIECE, 0.0, {WORDPIECE: [

@@ -4,12 +4,13 @@ import pytest
 import torch
 import torch.nn as nn
 
-from nlpbook.charlm import (CharRNN, bible_char_data, curve_by_characters, generate, loss_by_position, next_char_loss, perplexity,
+from nlpbook.charlm import (CharData, CharRNN, bible_char_data, curve_by_characters, generate, loss_by_position, next_char_loss, perplexity,
                             next_char_losses, train_char_lm,
                             random_windows, scored_perplexity, staged_window_stream, char_rnn_state, scored_transformer_perplexity, sequential_batches)
 from nlpbook.recipe import Recipe
 from nlpbook.train import History
 from nlpbook.transformer import DecoderOnlyLM
+from nlpbook.vocab import Vocabulary
 
 
 def test_random_windows_are_consecutive_slices():
@@ -99,6 +100,22 @@ def test_sequential_batches_continue_each_stream_from_one_window_to_the_next():
             assert before[row, -1] == after[row, 0]      # the last target is the next first input
     with pytest.raises(ValueError, match="too short"):
         list(sequential_batches(torch.arange(20), batch_size=4, length=5))
+
+
+@pytest.mark.parametrize("train_text, valid_text", [
+    ("abba cc\u00e9\n\U0001d11ezz", "\u00e9\u00e9\U0001d11e b"),  # ties, an accent, a character beyond 16 bits
+    ("b", "a"),                                                       # a character only in validation
+    ("", "\u00e9"),
+])
+def test_char_data_counts_and_encodes_as_the_vocabulary_does(train_text, valid_text):
+    # The trusted reference: Vocabulary.build over both texts (most frequent first, ties in
+    # character order), then encode, character by character.
+    reference = Vocabulary.build([train_text + valid_text])
+    data = CharData.from_texts(train_text, valid_text)
+    assert data.chars.tokens == reference.tokens and data.chars.counts == reference.counts
+    for ids, text in ((data.train_ids, train_text), (data.valid_ids, valid_text)):
+        assert ids.dtype == torch.long and ids.tolist() == reference.encode(text)
+        assert data.text(ids) == text
 
 
 def test_bible_char_data_holds_out_the_validation_chapters_lower_cased():

@@ -57,6 +57,16 @@ def test_the_tokenizer_matches_transformers_on_the_lee_corpus_and_the_reviews(to
         assert tokenizer.tokenize(text) == reference.tokenize(text) == python_reference.tokenize(text), text
 
 
+def test_cleaning_and_the_word_cache_match_transformers_on_characters_a_bible_lacks(tokenizer, python_reference):
+    # A NUL, U+FFFD, a no-break space, a zero-width space (a format character), a tab, a carriage
+    # return, a control character and ideographs: step 1's and 2's cases, each decided once per
+    # distinct character; the same words again, cut from the tokenizer's cache of cut words.
+    text = "a\x00b\ufffdc\u00a0d\u200be\tf\rg\x07h \u4e2d\u6587x ＄5 Ünïcode"
+    for _ in range(2):
+        assert tokenizer.tokenize(text) == python_reference.tokenize(text)
+    assert tokenizer.tokenize(text.upper()) == python_reference.tokenize(text.upper())
+
+
 def test_encode_and_batch_match_transformers_with_pairs_and_truncation(tokenizer, reference):
     ids, segments = tokenizer.encode("The cat sat.", "On the mat, it slept.")
     theirs = reference("The cat sat.", "On the mat, it slept.")

@@ -1,4 +1,5 @@
-"""The solution notebooks also run under nbval (see pytest's configuration); here, their structure."""
+"""The solution notebooks' structure.  They run whole, as a student's hand-in, in each chapter's grading
+test (tests/chapter_grading.py), and under nbval with `pytest solutions` (benchmarks/solution_suite.py)."""
 from __future__ import annotations
 
 import nbformat
