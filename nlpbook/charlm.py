@@ -41,7 +41,8 @@ class CharData:
         code-point order), counted and looked up as code points in numpy.  A Python loop over
         three Bibles' 10.7M characters took about 5 s of every page and graded run that read them."""
         # UTF-32 gives one 4-byte code point per Python character, so the counts are Counter's.
-        train_codes, valid_codes = (np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)
+        # (surrogatepass: a lone surrogate is a character like any other, as it is to Counter)
+        train_codes, valid_codes = (np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
                                     for text in (train_text, valid_text))
         counts = np.bincount(np.concatenate([train_codes, valid_codes]))  # (max code point + 1,)
         present = np.flatnonzero(counts)
@@ -55,7 +56,7 @@ class CharData:
     def text(self, ids: torch.Tensor) -> str:
         """The characters of ``ids`` as one string: ``"".join(chars.decode(ids))``, at numpy's speed."""
         codes = np.array([ord(char) for char in self.chars.tokens], dtype=np.uint32)  # id -> code point
-        return codes[ids.cpu().numpy()].tobytes().decode("utf-32-le")
+        return codes[ids.cpu().numpy()].tobytes().decode("utf-32-le", "surrogatepass")
 
 
 @lru_cache(maxsize=None)

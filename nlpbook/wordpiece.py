@@ -122,7 +122,7 @@ class WordPieceTokenizer:
 
     vocab: dict[str, int]
     inverse: list[str] = field(init=False, repr=False)
-    _cuts: dict[str, list[str]] = field(init=False, repr=False, default_factory=dict)  # word -> its pieces
+    _cuts: dict[str, list[str]] = field(init=False, repr=False, compare=False, default_factory=dict)  # word -> pieces
 
     def __post_init__(self):
         self.inverse = [""] * len(self.vocab)

@@ -35,6 +35,7 @@ import nbformat
 import pytest
 
 from autograder.course import EXERCISES, SOLUTIONS
+from autograder.execute import STOP_KEY
 from autograder.handins import solved, write
 from conftest import run_autograder
 
@@ -152,13 +153,15 @@ def blank_costly_parts(hand_ins: list[HandIn], costly: tuple[str, ...], stubs: d
 
 
 def class_hand_ins(entries: list[Entry], alone: tuple[str, ...], stubs: dict[str, str],
-                   costly: tuple[str, ...] = (), whole: tuple[str, ...] = ()) -> tuple[list[HandIn], list[HandIn]]:
+                   costly: tuple[str, ...] = (), whole: tuple[str, ...] = (),
+                   live: tuple[str, ...] = ()) -> tuple[list[HandIn], list[HandIn]]:
     """What a class hands in: (the hand-ins each entry is checked in, the ``alone`` entries' own).
 
     The entries of other parts than ``whole`` are packed, with the ``costly`` and ``whole`` parts
     blank where a hand-in carries none of their entries; each entry of a ``whole`` part is a
     hand-in of its own; an ``alone`` entry is handed in again on its own, the ``costly`` and
-    ``whole`` parts blank beside it (what it shows is about its own part and the cheap ones)."""
+    ``whole`` parts blank beside it (what it shows is about its own part and the cheap ones),
+    except that the ``costly`` parts run beside the alone entries named in ``live``."""
     by_name = {entry.name: entry for entry in entries}
     unknown = sorted(set(alone) - set(by_name))
     assert not unknown, f"ALONE names entries that do not exist: {unknown}"
@@ -166,21 +169,25 @@ def class_hand_ins(entries: list[Entry], alone: tuple[str, ...], stubs: dict[str
     blank_costly_parts(packed, costly + whole, stubs)
     own = [HandIn(entry.name, [entry]) for entry in entries if entry.part in whole]
     again = [HandIn(name, [by_name[name]]) for name in alone if by_name[name].part not in whole]
-    blank_costly_parts(again, costly + whole, stubs)
+    for hand_in in again:
+        blank_costly_parts([hand_in], whole if hand_in.student in live else costly + whole, stubs)
     return packed + own, again
 
 
 def grade_class(assignment: str, notebook: str, entries: list[Entry], alone: tuple[str, ...],
-                folder: Path, costly: tuple[str, ...] = (), whole: tuple[str, ...] = ()) -> ClassScores:
+                folder: Path, costly: tuple[str, ...] = (), whole: tuple[str, ...] = (),
+                live: tuple[str, ...] = ()) -> ClassScores:
     """Grade the solution, the untouched exercise and what ``class_hand_ins`` hands in."""
     submissions, out = folder / "submissions", folder / "out"
     write(solved(assignment, notebook), submissions / "solution" / assignment, notebook)
     write(nbformat.read(EXERCISES / assignment / f"{notebook}.ipynb", as_version=4),
           submissions / "untouched" / assignment, notebook)
-    checked, again = class_hand_ins(entries, alone, stubs_of(assignment, notebook), costly, whole)
+    checked, again = class_hand_ins(entries, alone, stubs_of(assignment, notebook), costly, whole, live)
     for hand_in in checked + again:
         write(hand_in.notebook(assignment, notebook), submissions / hand_in.student / assignment, notebook)
-    result = run_autograder("grade", assignment, "--submissions", str(submissions), "--out", str(out))
+    # --strict: a hidden test that fails on the solution itself stops the grading (by default it is
+    # graded by nbgrader's rules with a warning, and the solution graded as a student would not show it).
+    result = run_autograder("grade", assignment, "--strict", "--submissions", str(submissions), "--out", str(out))
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     return ClassScores(parts=read_part_scores(out, parts_of(assignment, notebook)),
                        hand_in_of={entry.name: hand_in for hand_in in checked for entry in hand_in.entries},
@@ -242,15 +249,20 @@ class ChapterGrading:
         return found
 
     @classmethod
+    def first_blank(cls) -> str:
+        return blank_student(next(iter(parts_of(cls.ASSIGNMENT, cls.NOTEBOOK))))
+
+    @classmethod
     def alone(cls) -> tuple[str, ...]:
-        first = blank_student(next(iter(parts_of(cls.ASSIGNMENT, cls.NOTEBOOK))))
-        return tuple(dict.fromkeys((first, *cls.ALONE)))
+        return tuple(dict.fromkeys((cls.first_blank(), *cls.ALONE)))
 
     @pytest.fixture(scope="class")
     @classmethod
     def scores(cls, tmp_path_factory) -> ClassScores:
+        # Beside the first part handed in blank alone, the costly parts run: a crash at the top
+        # must cost no training part a point, shown where no mistake of theirs could hide it.
         return grade_class(cls.ASSIGNMENT, cls.NOTEBOOK, cls.entries(), cls.alone(),
-                           tmp_path_factory.mktemp(cls.ASSIGNMENT), cls.COSTLY, cls.WHOLE)
+                           tmp_path_factory.mktemp(cls.ASSIGNMENT), cls.COSTLY, cls.WHOLE, live=(cls.first_blank(),))
 
     def test_a_blank_part_costs_its_own_points_and_nothing_else(self, scores):
         # One crash in an earlier part must not cost a point of a later one (the notebook promises it).
@@ -283,12 +295,22 @@ class ChapterGrading:
 
     def test_the_solution_runs_without_an_error_in_any_cell(self, scores):
         # What nbval checked when it ran the solution notebooks in every test run: graded as a
-        # student, the solution must raise in no cell, graded or not (a plot, an optional study).
+        # student, the solution raises in no cell, graded or not (an optional study, a plot), and
+        # no cell was stopped or had its output cut (the grader keeps no error after a cut).
+        # Its instructor checks are compared in the grader's reference run, which --strict makes
+        # fail on any of them (grade_class).
         graded = scores.out / "course" / "autograded" / "solution" / self.ASSIGNMENT / f"{self.NOTEBOOK}.ipynb"
-        errors = [f"cell {index}: {output.ename}: {output.evalue}"
-                  for index, cell in enumerate(nbformat.read(graded, as_version=4).cells) if cell.cell_type == "code"
-                  for output in cell.get("outputs", []) if output.output_type == "error"]
-        assert not errors, "\n".join(errors)
+        notebook = nbformat.read(graded, as_version=4)
+        problems = [f"the notebook was stopped: {notebook.metadata[STOP_KEY]}"] if STOP_KEY in notebook.metadata else []
+        for index, cell in enumerate(notebook.cells):
+            if cell.cell_type != "code":
+                continue
+            for output in cell.get("outputs", []):
+                if output.output_type == "error":
+                    problems.append(f"cell {index}: {output.ename}: {output.evalue}")
+                elif "[output truncated" in output.get("text", ""):
+                    problems.append(f"cell {index}: its output was cut")
+        assert not problems, "\n".join(problems)
 
     def test_the_untouched_exercise_scores_zero(self, scores):
         assert all(score == 0.0 for score, _ in scores["untouched"].values())

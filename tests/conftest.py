@@ -34,7 +34,8 @@ def _start_kernel_again_if_it_dies(start_new_kernel, attempts: int = 3):
     it go.  Beside the book's build, the gradings and the other worker, all starting kernels,
     another process can take the port in between; the new kernel then exits before it answers,
     and nbval errors every cell of the notebook ("Kernel died before replying to kernel_info":
-    all 24 cells of chapter 6's solution in one CI run).  A second start picks fresh ports.
+    all 24 cells of chapter 6's solution in one CI run, when CI still ran ``solutions/``).  A second
+    start picks fresh ports; ``pytest solutions`` and benchmarks/solution_suite.py still need it.
     The grader's own kernels use Unix sockets in folders of their own, so they never race.
     """
     def start(*args, **kwargs):

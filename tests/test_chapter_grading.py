@@ -54,6 +54,9 @@ def test_a_whole_model_part_has_its_entries_handed_in_on_their_own_and_is_blank_
     # a costly part is blank beside an entry handed in alone, too
     _, again = class_hand_ins(_entries(), ("a2",), stubs, costly=("C",), whole=("B",))
     assert [[e.name for e in hand_in.entries] for hand_in in again] == [["a2", "blank-C-in-a2", "blank-B-in-a2"]]
+    # except beside an entry named live: the costly part runs there, the whole-model part stays blank
+    _, again = class_hand_ins(_entries(), ("a2",), stubs, costly=("C",), whole=("B",), live=("a2",))
+    assert [[e.name for e in hand_in.entries] for hand_in in again] == [["a2", "blank-B-in-a2"]]
 
 
 def _scores(**parts) -> dict:

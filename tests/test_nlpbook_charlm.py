@@ -106,6 +106,7 @@ def test_sequential_batches_continue_each_stream_from_one_window_to_the_next():
     ("abba cc\u00e9\n\U0001d11ezz", "\u00e9\u00e9\U0001d11e b"),  # ties, an accent, a character beyond 16 bits
     ("b", "a"),                                                       # a character only in validation
     ("", "\u00e9"),
+    ("a\ud800b", "\udfffa"),                                         # lone surrogates
 ])
 def test_char_data_counts_and_encodes_as_the_vocabulary_does(train_text, valid_text):
     # The trusted reference: Vocabulary.build over both texts (most frequent first, ties in

@@ -70,3 +70,20 @@ def test_nbval_starts_another_kernel_when_one_dies_at_start():
         _start_kernel_again_if_it_dies(always_dies)()
     # what nbval's RunningKernel calls is the wrapper, wrapped once
     assert not hasattr(nbval.kernel.start_new_kernel.wrapped, "wrapped")
+
+
+def test_chapter_6s_own_check_against_transformers_passes_on_the_solution():
+    # Chapter 6's notebook compares the student's BertModel with transformers' in a cell it skips
+    # while grading, so the grading test never runs it: the solution's set-up and solution cells,
+    # then that cell, outside any grading (what nbval ran when CI ran solutions/).
+    from nbclient import NotebookClient
+
+    path = SOLUTIONS / "06-bert" / "bert.ipynb"
+    notebook = nbformat.read(path, as_version=4)
+    check = next(i for i, cell in enumerate(notebook.cells) if "def compare_with_transformers" in cell.source)
+    notebook.cells = [cell for cell in notebook.cells[:check] if cell.cell_type == "code"
+                      and not cell.metadata.get("nbgrader", {}).get("grade")] + [notebook.cells[check]]
+    NotebookClient(notebook, timeout=300, kernel_name="python3",
+                   resources={"metadata": {"path": str(path.parent)}}).execute()
+    printed = "".join(output.get("text", "") for output in notebook.cells[-1].outputs)
+    assert "they match" in printed, printed
