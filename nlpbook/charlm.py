@@ -52,7 +52,6 @@ class CharData:
         id_of[ranked] = np.arange(len(ranked))
         return cls(chars, torch.from_numpy(id_of[train_codes]), torch.from_numpy(id_of[valid_codes]))
 
-
     def text(self, ids: torch.Tensor) -> str:
         """The characters of ``ids`` as one string: ``"".join(chars.decode(ids))``, at numpy's speed."""
         codes = np.array([ord(char) for char in self.chars.tokens], dtype=np.uint32)  # id -> code point

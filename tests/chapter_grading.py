@@ -135,7 +135,7 @@ class ClassScores:
 
     parts: dict[str, dict[str, list[float]]]
     hand_in_of: dict[str, HandIn]  # entry name -> the packed hand-in that carried it
-    alone: dict[str, HandIn]       # student id -> the entry handed in again on its own (costly and whole parts blank)
+    alone: dict[str, HandIn]       # student id -> the entry handed in again on its own (class_hand_ins says what runs beside it)
     out: Path                      # the grading's --out folder
 
     def __getitem__(self, student: str) -> dict[str, list[float]]:
