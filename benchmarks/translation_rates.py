@@ -24,20 +24,11 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from nlpbook.seq2seq import Seq2Seq  # noqa: E402
-from nlpbook.transformer import EncoderDecoder  # noqa: E402
 from nlpbook.translation import (RACE_MODELS, RACE_OPTIONS, bible_translation, bleu,  # noqa: E402
-                                 build_vocabularies, greedy_translate, pieces_to_words, to_tensors, train_translator,
-                                 validation_loss)
+                                 build_vocabularies, greedy_translate, pieces_to_words, race_model, to_tensors,
+                                 train_translator, validation_loss)
 
 DEFAULT_RATES = {"LSTM + attention": [2e-3, 5e-3, 1e-2, 2e-2, 4e-2], "Transformer": [1e-3, 2e-3, 5e-3, 1e-2]}
-
-
-def build(kind: str, sizes: tuple[int, int], width: int):
-    """The page's two models at width ``width`` (its standard profile: 128)."""
-    if kind == "LSTM + attention":
-        return Seq2Seq(*sizes, embed=96, hidden=width, attention=True)
-    return EncoderDecoder(*sizes, width=width, heads=4, encoder_layers=2, decoder_layers=2, dropout=0.1)
 
 
 def main() -> None:
@@ -64,7 +55,7 @@ def main() -> None:
         results = []
         for rate in args.rates or DEFAULT_RATES[kind]:
             torch.manual_seed(args.seed)
-            model = build(kind, sizes, args.width)
+            model = race_model(kind, sizes, args.width)  # the page's standard width: 128
             # the race's settings apart from the rate (betas, warm-up)
             run = train_translator(model, train, seed=args.seed, seconds=args.seconds, lr=rate,
                                    **RACE_OPTIONS[kind])

@@ -32,8 +32,9 @@ import torch
 
 from nlpbook.bpe import BPE, pretokenize, train_bpe, word_counts
 from nlpbook.download import fetch
+from nlpbook.seq2seq import Seq2Seq
 from nlpbook.train import History, linear_warmup, train
-from nlpbook.transformer import KVCache
+from nlpbook.transformer import EncoderDecoder, KVCache
 from nlpbook.vocab import Vocabulary
 
 LANGUAGES = ("en", "fr", "de", "es")
@@ -376,6 +377,18 @@ RACE_RATES = {"LSTM + attention": 2e-2, "Transformer": 2e-3}
 # The rest of each model's settings in the race and in its sweep: chapter 3's betas for the LSTM,
 # the paper's beta2 (train_translator's default) after a warm-up of 50 steps for the Transformer
 RACE_OPTIONS = {"LSTM + attention": dict(betas=(0.9, 0.999)), "Transformer": dict(warmup=50)}
+
+
+def race_model(kind: str, sizes: tuple[int, int], width: int) -> torch.nn.Module:
+    """One of the race's two models (``RACE_MODELS``) for source and target vocabularies of ``sizes``:
+    chapter 3's LSTM with attention (embeddings of 96, hidden size ``width``) or a Transformer of width
+    ``width``, 4 heads, 2 encoder and 2 decoder layers and dropout 0.1.  The page races them and
+    ``benchmarks/translation_rates.py`` sweeps their rates, so both build them here."""
+    if kind == "LSTM + attention":
+        return Seq2Seq(*sizes, embed=96, hidden=width, attention=True)
+    if kind == "Transformer":
+        return EncoderDecoder(*sizes, width=width, heads=4, encoder_layers=2, decoder_layers=2, dropout=0.1)
+    raise ValueError(f"no race model {kind!r}: the race's models are {RACE_MODELS}")
 
 
 def train_translator(model, tensors, *, seed: int, lr: float, warmup: int = 0,

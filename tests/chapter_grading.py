@@ -37,7 +37,7 @@ import pytest
 from autograder.course import EXERCISES, SOLUTIONS
 from autograder.execute import STOP_KEY
 from autograder.handins import solved, write
-from conftest import run_autograder
+from conftest import autograded, run_autograder
 
 
 def parts_of(assignment: str, notebook: str) -> dict[str, tuple[str, ...]]:
@@ -299,7 +299,7 @@ class ChapterGrading:
         # no cell was stopped or had its output cut (the grader keeps no error after a cut).
         # Its instructor checks are compared in the grader's reference run, which --strict makes
         # fail on any of them (grade_class).
-        graded = scores.out / "course" / "autograded" / "solution" / self.ASSIGNMENT / f"{self.NOTEBOOK}.ipynb"
+        graded = autograded(scores.out, "solution", self.ASSIGNMENT, self.NOTEBOOK)
         notebook = nbformat.read(graded, as_version=4)
         problems = [f"the notebook was stopped: {notebook.metadata[STOP_KEY]}"] if STOP_KEY in notebook.metadata else []
         for index, cell in enumerate(notebook.cells):

@@ -86,6 +86,12 @@ def run_autograder(*args: str, timeout: int = 1800, env: dict[str, str] | None =
                           text=True, timeout=timeout, env={**os.environ, **(env or {})})
 
 
+def autograded(out: Path, student: str, assignment: str, notebook: str) -> Path:
+    """Where ``python -m autograder grade ASSIGNMENT ... --out OUT`` leaves a student's graded notebook
+    (nbgrader's ``autograded`` folder in the course it builds under ``OUT``)."""
+    return out / "course" / "autograded" / student / assignment / f"{notebook}.ipynb"
+
+
 def repository_copy(destination: Path) -> Path:
     """A copy of what grading needs from this repository (packages, solutions, exercises) at ``destination``.
 

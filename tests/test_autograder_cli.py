@@ -7,7 +7,7 @@ import sys
 
 import nbformat
 
-from conftest import run_autograder
+from conftest import autograded, run_autograder
 from autograder.handins import write
 from attention_course import COURSE_ARGS, solved
 
@@ -81,7 +81,7 @@ def test_manual_grades_are_not_replaced_without_asking(tmp_path):
     assert (out / "grades.csv").read_text() == grades
     third = run_autograder(*grade, "--replace")
     assert third.returncode == 0 and (out / "grades.csv").read_text().count("\n") == 4
-    assert nbformat.read(out / "course" / "autograded" / "ada" / "04-attention" / "attention.ipynb", as_version=4)
+    assert nbformat.read(autograded(out, "ada", "04-attention", "attention"), as_version=4)
 
 
 def test_the_grading_command_builds_no_iri_grammar_and_still_validates_notebooks():

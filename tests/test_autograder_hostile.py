@@ -28,7 +28,7 @@ from autograder import sandbox
 from autograder.course import REPO_ROOT
 from autograder.execute import STOP_KEY
 from autograder.verdicts import is_test_cell
-from conftest import makes_a_value_check, run_autograder
+from conftest import autograded, makes_a_value_check, run_autograder
 from processes import left_behind, processes
 from autograder.handins import write
 from attention_course import COURSE_ARGS, SOURCE, exercise, solved
@@ -651,7 +651,7 @@ def scores(hostile_class):
 
 
 def _outputs(hostile_class, name) -> str:
-    path = hostile_class["out"] / "course" / "autograded" / name / ASSIGNMENT / f"{NOTEBOOK}.ipynb"
+    path = autograded(hostile_class["out"], name, ASSIGNMENT, NOTEBOOK)
     notebook = nbformat.read(path, as_version=4)
     return "\n".join(str(o.get("text", "")) + str(o.get("evalue", "")) for c in notebook.cells
                      if c.cell_type == "code" for o in c.outputs)
@@ -711,7 +711,7 @@ def test_limits_stop_bombs_and_nothing_is_left_running(hostile_class):
     else:  # the log says so where the machine gives no memory group
         assert "no limit on a kernel's processes together" in _log(hostile_class)
     assert hostile_class["leftovers"] == [] and hostile_class["sandboxed"] == []
-    flooded = hostile_class["out"] / "course" / "autograded" / "floods-output" / ASSIGNMENT / f"{NOTEBOOK}.ipynb"
+    flooded = autograded(hostile_class["out"], "floods-output", ASSIGNMENT, NOTEBOOK)
     assert flooded.stat().st_size < 3_000_000
     assert "[output truncated" in _outputs(hostile_class, "floods-output")
 
@@ -775,7 +775,7 @@ def test_feedback_runs_no_script_of_the_students(hostile_class):
 
 def _verdicts(hostile_class, name) -> dict[str, list[str]]:
     """grade id -> the errors of that test cell in the hand-in's graded notebook."""
-    path = hostile_class["out"] / "course" / "autograded" / name / ASSIGNMENT / f"{NOTEBOOK}.ipynb"
+    path = autograded(hostile_class["out"], name, ASSIGNMENT, NOTEBOOK)
     return {cell.metadata.nbgrader["grade_id"]: [o.evalue for o in cell.outputs if o.output_type == "error"]
             for cell in nbformat.read(path, as_version=4).cells
             if cell.cell_type == "code" and cell.metadata.get("nbgrader", {}).get("grade")}

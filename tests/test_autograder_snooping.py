@@ -33,7 +33,7 @@ from nbformat.v4 import new_code_cell
 from autograder import sandbox
 from autograder.course import REPO_ROOT
 from autograder.handins import solved, write
-from conftest import repository_copy
+from conftest import autograded, repository_copy
 
 ASSIGNMENT, NOTEBOOK = "04-attention", "attention"
 # A line of a hidden test and a line of the solution of the real repository (outside /tmp).
@@ -144,7 +144,7 @@ def snooped(request, gradings):
     _, stderr = process.communicate(timeout=900)
     assert process.returncode == 0, stderr[-3000:]
     out = Path(process.args[process.args.index("--out") + 1])
-    graded = out / "course" / "autograded" / "zz-walker" / ASSIGNMENT / f"{NOTEBOOK}.ipynb"
+    graded = autograded(out, "zz-walker", ASSIGNMENT, NOTEBOOK)
     printed = "".join(o.get("text", "") for o in nbformat.read(graded, as_version=4).cells[-1].outputs)
     return {"printed": printed, "repo": repo}
 

@@ -5,9 +5,11 @@ import tarfile
 import pytest
 import sacrebleu
 
+from nlpbook.seq2seq import Seq2Seq
+from nlpbook.transformer import EncoderDecoder
 from nlpbook.translation import (EOS, RACE_MODELS, RACE_OPTIONS, RACE_RATES, Pair, bleu,
                                  build_vocabularies, chrf, constant_translation, multi30k, number_pairs, number_phrase,
-                                 tokenize_phrase, until_eos)
+                                 race_model, tokenize_phrase, until_eos)
 from servers import file_server
 
 
@@ -107,6 +109,19 @@ def test_constant_translation_is_the_frequent_target_that_scores_best_on_validat
 def test_race_rates_name_a_rate_for_each_race_model():
     assert set(RACE_RATES) == set(RACE_MODELS) == set(RACE_OPTIONS) and len(RACE_MODELS) == 2
     assert all(0 < rate < 0.1 for rate in RACE_RATES.values())
+
+
+def test_race_model_builds_each_race_model_at_the_width_asked_for_and_no_other():
+    lstm, transformer = (race_model(kind, (30, 40), 16) for kind in RACE_MODELS)
+    assert isinstance(lstm, Seq2Seq) and isinstance(transformer, EncoderDecoder)
+    # what the page's list of the models says: embeddings of 96 and hidden size 16 for the LSTM,
+    # width 16 and 2 + 2 layers for the Transformer, each over the vocabularies asked for
+    assert lstm.encoder.embed.weight.shape == (30, 96) and lstm.encoder.lstm.hidden_size == 16
+    assert lstm.embed.weight.shape == (40, 96) and lstm.out.out_features == 40
+    assert transformer.source_embed.weight.shape == (30, 16) and transformer.out.out_features == 40
+    assert len(transformer.encoder) == len(transformer.decoder) == 2 and transformer.dropout.p == 0.1
+    with pytest.raises(ValueError, match="no race model 'GRU'"):
+        race_model("GRU", (30, 40), 16)
 
 
 def test_chrf_is_sacrebleus_chrf_and_ignores_how_words_are_cut():
