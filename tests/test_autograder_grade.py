@@ -73,6 +73,10 @@ MISTAKES = {
         ("(even * cos - odd * sin, even * sin + odd * cos)", "(even * cos + odd * sin, -even * sin + odd * cos)")]}),
     "rotary-ignores-positions": ("rotary", 0.0, {"apply_rotary": [
         ("positions.to(torch.float64)", "torch.arange(x.shape[-2], dtype=torch.float64, device=x.device)")]}),
+    # angles in float32: off by about 2e-7 in float64, inside the default rtol but not the checks' 1e-8
+    "rotary-angles-in-float32": ("rotary", 0.0, {"apply_rotary": [
+        ("dtype=torch.float64, device=x.device)", "dtype=torch.float32, device=x.device)"),
+        ("positions.to(torch.float64)", "positions.to(torch.float32)")]}),
 }
 
 # Correct solutions that write to stderr: nbgrader alone would score such test cells 0.

@@ -40,6 +40,8 @@ class TestWordVectorsExercise(ChapterGrading):
         # The decay written as the remaining fraction of the steps.
         "train-rate-as-fraction": {TRAIN: [(
             "rate = lr * max(1 - step / steps, 1e-4)", "rate = max(lr * (steps - step) / steps, lr * 1e-4)")]},
+        # The loop run in inference mode, which autograd's enable_grad does not switch off.
+        "train-in-inference-mode": {TRAIN: [("def train_skipgram(", "@torch.inference_mode()\ndef train_skipgram(")]},
     }
     # student id -> (the part it breaks, its score in that part, edits to the solution)
     MISTAKES = {

@@ -39,7 +39,7 @@ class TestTransformersExercise(ChapterGrading):
     MISTAKES = {
         "merges-counts-ignore-word-frequency": (MERGES, 0.0, {MERGES: [("pairs[pair] += count", "pairs[pair] += 1")]}),
         "merges-without-end-of-word-mark": (MERGES, 0.0, {MERGES: [(SPELL, "tuple(word)")]}),
-        "merges-ties-go-to-the-first-seen-pair": (MERGES, 1.0, {MERGES: [(BEST, "best = pairs.most_common(1)[0][0]")]}),
+        "merges-ties-go-to-the-first-seen-pair": (MERGES, 0.0, {MERGES: [(BEST, "best = pairs.most_common(1)[0][0]")]}),
         "merges-ties-go-to-the-pair-that-sorts-last": (MERGES, 0.0, {MERGES: [
             (BEST, "best = max(pairs, key=lambda pair: (pairs[pair], pair))")]}),
         "merges-one-too-few": (MERGES, 0.0, {MERGES: [("for _ in range(num_merges):", "for _ in range(num_merges - 1):")]}),

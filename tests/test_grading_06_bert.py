@@ -120,6 +120,9 @@ class TestBertExercise(ChapterGrading):
             (FACTOR, "factor = min(1.0, (steps + 1 - step) / (steps + 1 - warmup))")]}),
         "fine-tune-trains-the-frozen-weights": (FINE_TUNE, 3.0, {FINE_TUNE: [
             ("    groups = []\n", "    model.requires_grad_(True)\n    groups = []\n")]}),
+        # harmless to the training (AdamW skips a weight without a gradient), but not the recipe asked for
+        "fine-tune-puts-frozen-weights-in-the-optimizer": (FINE_TUNE, 3.0, {FINE_TUNE: [
+            ("trained = [p for p in part.parameters() if p.requires_grad]", "trained = list(part.parameters())")]}),
         "fine-tune-left-in-eval-mode": (FINE_TUNE, 3.0, {FINE_TUNE: [("    model.train()\n", "")]}),
         "fine-tune-without-zero-grad": (FINE_TUNE, 3.0, {FINE_TUNE: [("        optimizer.zero_grad()\n", "")]}),
         "fine-tune-rate-set-after-the-step": (FINE_TUNE, 3.0, {FINE_TUNE: [

@@ -48,6 +48,8 @@ class TestAdamExercise(ChapterGrading):
                                                                "state[\"velocity\"].mul_(momentum).add_(grad, alpha=1 - momentum)")]}),
         "momentum-steps-along-the-gradient": (MOMENTUM, 0.0, {MOMENTUM: [("param.sub_(lr * state[\"velocity\"])",
                                                                           "param.sub_(lr * grad)")]}),
+        "momentum-aliases-the-gradient": (MOMENTUM, 0.0, {MOMENTUM: [('state["velocity"] = grad.clone()',
+                                                                      'state["velocity"] = grad')]}),
         "momentum-velocity-not-kept": (MOMENTUM, 0.0, {MOMENTUM: [("if \"velocity\" not in state:", "if True:")]}),
         "rmsprop-eps-inside-the-root": (RMSPROP, 1.0, {RMSPROP: [("square_avg.sqrt().add_(eps)", "square_avg.add(eps).sqrt()")]}),
         "rmsprop-alpha-swapped": (RMSPROP, 0.0, {RMSPROP: [("square_avg.mul_(alpha).addcmul_(grad, grad, value=1 - alpha)",
