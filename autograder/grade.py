@@ -153,11 +153,14 @@ class GradingRun:
         saved results: a Dask worker started with another ``NLPBOOK_PROFILE`` would otherwise train
         the students' models at its own size and score them against this run's targets. And the
         cores: kernels side by side share them, one thread each unless the instructor says
-        otherwise."""
+        otherwise. A sandbox binds no GPU device, so its kernels are told to use the CPU, which
+        is all they can reach."""
         from nlpbook.profile import PROFILE_VARIABLE, current_profile
 
         env = {PROFILE_VARIABLE: current_profile()}
-        if os.environ.get("NLPBOOK_DEVICE"):
+        if self.sandbox_mode in sandbox.GPU_BLIND_MODES:
+            env.update(NLPBOOK_DEVICE="cpu", CUDA_VISIBLE_DEVICES="")
+        elif os.environ.get("NLPBOOK_DEVICE"):
             env["NLPBOOK_DEVICE"] = os.environ["NLPBOOK_DEVICE"]
         if "OMP_NUM_THREADS" not in os.environ:
             env.update(thread_share(self.workers))
@@ -214,6 +217,7 @@ def set_up_sandbox(run: GradingRun) -> None:
         run.sandbox_mode = sandbox.probe(run.sandbox_mode)
     except ValueError as error:
         raise CourseError(str(error)) from None
+    check_device(run)
     run.drop_user = run.sandbox_mode == "root" or (run.sandbox_mode == "none" and sandbox.can_drop_user(sandbox.SANDBOX_UID))
     group = sandbox.memory_group_for(run.sandbox_mode)
     log.info("sandbox: mode %s%s; limits: %s; %s; cell %d s, notebook %d s; kernels run with %s", run.sandbox_mode,
@@ -227,6 +231,25 @@ def set_up_sandbox(run: GradingRun) -> None:
         from autograder.zygote import Zygote
 
         run.zygote = Zygote({**sandbox.kernel_environment(), **run.kernel_env}).start()
+
+
+def check_device(run: GradingRun) -> None:
+    """Refuse a GPU the kernels cannot reach: a sandbox binds no GPU device, so a device asked for
+    with ``NLPBOOK_DEVICE`` would fail in every graded training cell, the solution's included, and the
+    ``full`` profile, sized for one GPU, would train on one CPU thread a kernel past every time limit."""
+    if run.sandbox_mode not in sandbox.GPU_BLIND_MODES:
+        return
+    from nlpbook.profile import current_profile
+
+    where = (f"kernels in the {run.sandbox_mode} sandbox reach no GPU (it binds no /dev/nvidia* device) and "
+             "run on the CPU")
+    asked = os.environ.get("NLPBOOK_DEVICE", "").strip()
+    if asked and asked != "cpu":
+        raise CourseError(f"NLPBOOK_DEVICE={asked}: {where}; unset it, or grade with --sandbox none on a machine "
+                          "where that is safe (see 'Grading safely')")
+    if current_profile() == "full":
+        raise CourseError(f"NLPBOOK_PROFILE=full is sized for one GPU, and {where}, one thread each: grade in "
+                          "standard (the default) or quick")
 
 
 def find_submissions(run: GradingRun) -> None:
@@ -338,10 +361,10 @@ def prepare_course(run: GradingRun) -> None:
     _write_course_config(run.course, run.timeout, run.notebook_timeout, run.db, run.origin.release_settings,
                          run.feedback_outputs)
     run.course_key = _digest([run.assignment, *_flat(_files(run.course / "source")), *_flat(_code()),
-                              *_kernel_environment(), repr(run.origin.release_settings)])
+                              *_kernel_environment(run.kernel_env), repr(run.origin.release_settings)])
 
 
-def _kernel_environment() -> list[str]:
+def _kernel_environment(env: dict[str, str]) -> list[str]:
     """What besides the course and the code changes what the solution computes: the profile sizes
     the training parts and their targets (a course graded in ``quick`` and then in ``standard``
     must not reuse the quick reference), the device, and the versions of Python and the numerical
@@ -354,7 +377,9 @@ def _kernel_environment() -> list[str]:
             versions.append(f"{package} {metadata.version(package)}")
         except metadata.PackageNotFoundError:
             versions.append(f"{package} absent")
-    return [f"{name}={os.environ.get(name, '')}" for name in ("NLPBOOK_PROFILE", "NLPBOOK_DEVICE")] + [
+    # env is what the kernels get: a sandbox's say the CPU, whatever this machine has
+    return [f"{name}={env.get(name, os.environ.get(name, ''))}"
+            for name in ("NLPBOOK_PROFILE", "NLPBOOK_DEVICE", "CUDA_VISIBLE_DEVICES")] + [
         f"python {sys.version_info[:3]}", *versions]
 
 

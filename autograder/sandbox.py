@@ -323,6 +323,8 @@ def _bind_read_only(source: str, target: str) -> None:
 # links among them (/bin -> usr/bin on a merged /usr) are copied as links.
 SYSTEM_PATHS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc")
 DEVICES = ("null", "zero", "full", "random", "urandom", "tty")
+# Modes whose kernels see only DEVICES: no GPU, so they run on the CPU (grade.check_device).
+GPU_BLIND_MODES = ("root", "userns")
 
 
 def build_file_system(spec: SandboxSpec, root: Path) -> None:

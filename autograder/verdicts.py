@@ -73,16 +73,22 @@ def forgeable_test_cells(reference: dict) -> list[str]:
 
 def pop_records(cell) -> list:
     """Remove the check records from ``cell``'s outputs and return them, in order."""
-    records, kept = [], []
+    return _pop_placed_records(cell)[0]
+
+
+def _pop_placed_records(cell) -> tuple[list, list[int]]:
+    """:func:`pop_records`, and for each output left in ``cell`` how many records came before it."""
+    records, kept, placed = [], [], []
     for output in cell.get("outputs", []):
         data = output.get("data", {}) if output.get("output_type") == "display_data" else {}
         if CHECK_MIME in data:
             records.append(data[CHECK_MIME])
         else:
             kept.append(output)
+            placed.append(len(records))
     if "outputs" in cell:
         cell.outputs = kept
-    return records
+    return records, placed
 
 
 def overflow_record(limit: int) -> dict:
@@ -146,15 +152,22 @@ def judge(reference: list[dict], student: list, stopped: str | None = None) -> s
     ``stopped`` is why the grader cut this cell short, if it did (a time limit, the kernel's
     death): missing checks are then put down to that, not to a guessed error in the student's code.
     """
+    failure = first_failure(reference, student, stopped)
+    return failure and failure[1]
+
+
+def first_failure(reference: list[dict], student: list, stopped: str | None = None) -> tuple[int, str] | None:
+    """:func:`judge`'s verdict with the index of the student's record it fell on (``None`` if every
+    check passes): a record past the last one means a check that never ran."""
     for index, expected in enumerate(reference):
         if index >= len(student):
-            return (f"only {len(student)} of {len(reference)} checks ran; the next one is "
-                    f"'{expected['name']}' ({stopped or 'an error in your code stopped the test?'})")
+            return index, (f"only {len(student)} of {len(reference)} checks ran; the next one is "
+                           f"'{expected['name']}' ({stopped or 'an error in your code stopped the test?'})")
         problem = _judge_one(expected, student[index])
         if problem:
-            return problem
+            return index, problem
     if len(student) > len(reference):
-        return f"{len(student)} checks ran where the test makes {len(reference)}"
+        return len(reference), f"{len(student)} checks ran where the test makes {len(reference)}"
     return None
 
 
@@ -178,7 +191,7 @@ class TrustedVerdicts(NbGraderPreprocessor):
     def preprocess_cell(self, cell, resources, cell_index):
         if cell.cell_type != "code":
             return cell, resources
-        records = pop_records(cell)
+        records, placed = _pop_placed_records(cell)
         if not is_test_cell(cell):
             return cell, resources
         grade_id = cell.metadata.nbgrader["grade_id"]
@@ -193,8 +206,14 @@ class TrustedVerdicts(NbGraderPreprocessor):
                 cell.outputs = _hidden_outputs(cell.outputs)
             return cell, resources
         errors = [o for o in cell.outputs if o.output_type == "error"]
-        problem = ("no reference records for this test" if reference is None
-                   else judge(reference, records, _cut_short(errors, resources, cell_index)))
+        failure = (None if reference is None
+                   else first_failure(reference, records, _cut_short(errors, resources, cell_index)))
+        problem = "no reference records for this test" if reference is None else failure and failure[1]
+        if failure:
+            # In the kernel the checks only record (the grader judges them), so the cell ran on past
+            # the one that fails: keep what it printed before that check, as a run that stopped at it
+            # would have (its "the visible tests pass" line is not the verdict).
+            cell.outputs = [output for output, before in zip(cell.outputs, placed) if before <= failure[0]]
         if problem is None and errors:
             # The checks passed, but the cell failed after them (a plain assert beside the
             # checks): a failure stays a failure.

@@ -16,12 +16,15 @@ def _run(tmp_path, out: str, key: str = "key") -> GradingRun:
 def test_the_key_changes_with_the_profile_and_the_device(monkeypatch):
     # A class graded in quick and then in standard must not be compared with the quick solution's records.
     monkeypatch.setenv("NLPBOOK_PROFILE", "quick")
-    quick = grade._kernel_environment()
+    quick = grade._kernel_environment({})
     monkeypatch.setenv("NLPBOOK_PROFILE", "standard")
-    standard = grade._kernel_environment()
+    standard = grade._kernel_environment({})
     monkeypatch.setenv("NLPBOOK_DEVICE", "cuda")
-    on_gpu = grade._kernel_environment()
-    assert len({tuple(quick), tuple(standard), tuple(on_gpu)}) == 3
+    on_gpu = grade._kernel_environment({})
+    # what the kernels are given wins over this process's environment: a sandbox's say the CPU
+    sandboxed = grade._kernel_environment({"NLPBOOK_DEVICE": "cpu", "CUDA_VISIBLE_DEVICES": ""})
+    assert len({tuple(quick), tuple(standard), tuple(on_gpu), tuple(sandboxed)}) == 4
+    assert "NLPBOOK_DEVICE=cpu" in sandboxed and "NLPBOOK_DEVICE=cuda" in on_gpu
     assert any(term.startswith("torch ") for term in quick)
 
 

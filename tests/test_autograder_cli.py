@@ -37,6 +37,21 @@ def test_out_inside_submissions_is_refused(tmp_path):
     assert result.returncode == 2 and "must not contain each other" in result.stderr
 
 
+def test_a_gpu_the_sandboxed_kernels_cannot_reach_is_refused_before_anything_runs(tmp_path):
+    # The sandbox binds no GPU device: a device asked for would fail every graded training cell,
+    # the solution's too, and full would train on one CPU thread a kernel past every limit.
+    handed_in = tmp_path / "class" / "ada" / "04-attention"
+    handed_in.mkdir(parents=True)
+    args = ("grade", "04-attention", "--submissions", str(tmp_path / "class"), "--out", str(tmp_path / "out"),
+            "--sandbox", "root")
+    result = run_autograder(*args, env={"NLPBOOK_DEVICE": "cuda:0"})
+    assert result.returncode == 2, result.stderr
+    assert "NLPBOOK_DEVICE=cuda:0: kernels in the root sandbox reach no GPU" in result.stderr
+    result = run_autograder(*args, env={"NLPBOOK_PROFILE": "full"})
+    assert result.returncode == 2 and "NLPBOOK_PROFILE=full is sized for one GPU" in result.stderr
+    assert not (tmp_path / "out" / "grades.csv").exists()
+
+
 def test_an_empty_class_is_an_error(tmp_path):
     (tmp_path / "class").mkdir()
     (tmp_path / "class" / "notes.txt").write_text("not a student")

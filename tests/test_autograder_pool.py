@@ -33,7 +33,7 @@ def test_kernels_of_a_grading_run_share_the_cores_unless_the_instructor_set_thre
     monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
     monkeypatch.setenv("NLPBOOK_PROFILE", "quick")
     run = GradingRun.__new__(GradingRun)
-    run.workers = 4
+    run.workers, run.sandbox_mode = 4, "none"
     assert run.kernel_env == {"NLPBOOK_PROFILE": "quick", "OMP_NUM_THREADS": "2", "MKL_NUM_THREADS": "2"}
     monkeypatch.setenv("OMP_NUM_THREADS", "3")
     assert run.kernel_env == {"NLPBOOK_PROFILE": "quick"}
@@ -45,10 +45,25 @@ def test_every_kernel_gets_the_coordinators_profile_and_device_whatever_its_work
     # run were sized for is the one the students' models train in.
     monkeypatch.setenv("OMP_NUM_THREADS", "1")
     run = GradingRun.__new__(GradingRun)
-    run.workers = 2
+    run.workers, run.sandbox_mode = 2, "none"
     monkeypatch.delenv("NLPBOOK_PROFILE", raising=False)
     monkeypatch.delenv("NLPBOOK_DEVICE", raising=False)
     assert run.kernel_env == {"NLPBOOK_PROFILE": "standard"}  # the book's default, named
     monkeypatch.setenv("NLPBOOK_PROFILE", "full")
     monkeypatch.setenv("NLPBOOK_DEVICE", "cpu")
     assert run.kernel_env == {"NLPBOOK_PROFILE": "full", "NLPBOOK_DEVICE": "cpu"}
+
+
+def test_kernels_in_a_sandbox_are_told_to_use_the_cpu_the_only_device_they_can_reach(monkeypatch):
+    # The sandbox binds no /dev/nvidia* device: kernels run on the CPU whatever the machine has,
+    # and say so to PyTorch and the course (a cache key with it cannot pass for a GPU run's).
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    monkeypatch.setenv("NLPBOOK_PROFILE", "quick")
+    monkeypatch.delenv("NLPBOOK_DEVICE", raising=False)
+    run = GradingRun.__new__(GradingRun)
+    run.workers = 2
+    for mode in ("root", "userns"):
+        run.sandbox_mode = mode
+        assert run.kernel_env == {"NLPBOOK_PROFILE": "quick", "NLPBOOK_DEVICE": "cpu", "CUDA_VISIBLE_DEVICES": ""}
+    run.sandbox_mode = "none"
+    assert run.kernel_env == {"NLPBOOK_PROFILE": "quick"}

@@ -74,6 +74,29 @@ def test_a_passing_verdict_removes_partial_credit_numbers():
     assert CHECK_MIME not in cell.outputs[1].data
 
 
+def test_a_failing_check_cuts_what_the_cell_printed_after_it_as_a_run_stopped_there_would():
+    # In the kernel a check only records, so the cell ran on and printed its "pass" line; the feedback
+    # shows what a run that raised at the failing check would have shown, then the verdict.
+    bad = _student("close", torch.tensor([2.0, float("-inf")]))
+    good = _student("close", torch.tensor([1.0, float("-inf")]))
+
+    def printed(first, second):
+        cell = _test_cell("check()\ncheck()\nprint('pass')", [
+            new_output("stream", name="stdout", text="before\n"), _record_output(first),
+            new_output("stream", name="stdout", text="between\n"), _record_output(second),
+            new_output("stream", name="stdout", text="Part 1: the visible tests pass.\n")])
+        cell, _ = _verdicts({"t": [CLOSE, CLOSE]}).preprocess_cell(cell, {}, 0)
+        return [o.get("text") or o.ename for o in cell.outputs]
+
+    assert printed(good, good) == ["before\n", "between\n", "Part 1: the visible tests pass.\n"]
+    assert printed(bad, good) == ["before\n", FAILED]
+    assert printed(good, bad) == ["before\n", "between\n", FAILED]
+    # a check that never ran: everything the cell printed came before it
+    cell = _test_cell("check()", [new_output("stream", name="stdout", text="before\n"), _record_output(good)])
+    cell, _ = _verdicts({"t": [CLOSE, CLOSE]}).preprocess_cell(cell, {}, 0)
+    assert [o.get("text") or o.ename for o in cell.outputs] == ["before\n", FAILED]
+
+
 @pytest.mark.parametrize("hidden", [False, True])
 def test_an_error_beside_passing_checks_still_fails_the_cell(hidden):
     # A plain assert after the checks: nbgrader would give 0, and so do we; hidden, it is not quoted.
