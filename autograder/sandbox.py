@@ -53,7 +53,6 @@ from pathlib import Path
 from typing import Callable
 
 SPEC_FILE = "sandbox.json"
-MODES = ("root", "userns", "none")
 PRIVATE_DIRS = ("/tmp", "/var/tmp", "/dev/shm")
 SANDBOX_UID = 61000  # no account has it: every process with this id belongs to a sandbox
 SANDBOX_UIDS = range(SANDBOX_UID, SANDBOX_UID + 256)  # the ids claim_uid hands out, one per running kernel

@@ -146,19 +146,19 @@ def _judge_score(reference: dict, student: dict) -> str | None:
                          reference.get("hint") or "")
 
 
-def judge(reference: list[dict], student: list, stopped: str | None = None) -> str | None:
-    """Compare a test cell's records with the reference's: ``None`` if every check passes.
-
-    ``stopped`` is why the grader cut this cell short, if it did (a time limit, the kernel's
-    death): missing checks are then put down to that, not to a guessed error in the student's code.
-    """
-    failure = first_failure(reference, student, stopped)
+def judge(reference: list[dict], student: list) -> str | None:
+    """Compare a test cell's records with the reference's: ``None`` if every check passes."""
+    failure = first_failure(reference, student)
     return failure and failure[1]
 
 
 def first_failure(reference: list[dict], student: list, stopped: str | None = None) -> tuple[int, str] | None:
     """:func:`judge`'s verdict with the index of the student's record it fell on (``None`` if every
-    check passes): a record past the last one means a check that never ran."""
+    check passes): a record past the last one means a check that never ran.
+
+    ``stopped`` is why the grader cut this cell short, if it did (a time limit, the kernel's
+    death): missing checks are then put down to that, not to a guessed error in the student's code.
+    """
     for index, expected in enumerate(reference):
         if index >= len(student):
             return index, (f"only {len(student)} of {len(reference)} checks ran; the next one is "

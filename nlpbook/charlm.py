@@ -18,6 +18,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from nlpbook.checks import load_weights
 from nlpbook.corpora import bible_text
 from nlpbook.profile import current_profile
 from nlpbook.recipe import Recipe
@@ -300,8 +301,7 @@ def scored_perplexity(state: dict[str, torch.Tensor], *, characters: int, chunk:
     hidden = state["rnn.weight_hh_l0"].shape[0]
     if vocab_size != len(data.chars):
         raise ValueError(f"the model has {vocab_size} characters; the text has {len(data.chars)}")
-    model = CharRNN(vocab_size, embed, hidden)
-    model.load_state_dict({name: value.float() for name, value in state.items()})  # shapes checked here
+    model = load_weights(CharRNN(vocab_size, embed, hidden), state, "the course's CharRNN")
     return perplexity(model, data.valid_ids[:characters], chunk=chunk)
 
 
@@ -325,9 +325,6 @@ def scored_transformer_perplexity(state: dict[str, torch.Tensor], *, heads: int,
         raise ValueError(f"the model has {vocab_size} characters; the text has {len(data.chars)}")
     if width % heads:
         raise ValueError(f"a width of {width} does not split into {heads} heads")
-    model = DecoderOnlyLM(vocab_size, width, heads, layers, context)
-    try:
-        model.load_state_dict({name: value.float() for name, value in state.items()})
-    except RuntimeError as error:  # missing, unexpected or misshapen weights
-        raise ValueError(" ".join(str(error).split())[:500]) from None
+    model = load_weights(DecoderOnlyLM(vocab_size, width, heads, layers, context), state,
+                         "the course's DecoderOnlyLM")
     return perplexity(model, data.valid_ids[:characters], chunk=context)

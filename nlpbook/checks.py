@@ -145,6 +145,17 @@ SCORERS = {
 }
 
 
+def load_weights(model: torch.nn.Module, state: dict, what: str) -> torch.nn.Module:
+    """``model``, built by a scorer, with a student's weights ``state`` put in as float32. A missing,
+    unexpected or misshapen weight is the student's model's fault, not the grader's: ``ValueError``,
+    saying that the weights do not fit ``what``."""
+    try:
+        model.load_state_dict({name: value.float() for name, value in state.items()})
+    except RuntimeError as error:
+        raise ValueError(f"the weights do not fit {what}: " + " ".join(str(error).split())[:500]) from None
+    return model
+
+
 def score_state(scorer: str, state: dict, options: dict) -> float:
     """``SCORERS[scorer]``'s score of the weights ``state``, a float (NaN for weights that hold NaN)."""
     module, function, _ = SCORERS[scorer]

@@ -21,6 +21,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from nlpbook import corpora
+from nlpbook.checks import load_weights
 
 PAD, MASK = 0, 1  # the ids of padding and of a hidden character; characters start at 2
 
@@ -147,10 +148,6 @@ def scored_masked_accuracy(state: dict[str, torch.Tensor], *, heads: int, length
         raise ValueError(f"the model has {vocab} ids; the verses use {vocab_size()} (PAD, MASK and the characters)")
     if width % heads or width % 2:
         raise ValueError(f"a width of {width} does not split into {heads} heads or sine-cosine pairs")
-    model = MaskedCharEncoder(vocab, width, heads, layers)
-    try:
-        model.load_state_dict({name: value.float() for name, value in state.items()})
-    except RuntimeError as error:  # missing, unexpected or misshapen weights
-        raise ValueError(" ".join(str(error).split())[:500]) from None
+    model = load_weights(MaskedCharEncoder(vocab, width, heads, layers), state, "the course's MaskedCharEncoder")
     accuracy = masked_accuracy(model, verse_ids("valid", length)[:verses])
     return accuracy if all(torch.isfinite(value).all() for value in state.values()) else math.nan

@@ -122,14 +122,6 @@ def ngram_codes_up_to(texts: Sequence[Sequence[int]], max_n: int, vocab_size: in
         yield n, codes
 
 
-def ngram_codes(texts: Sequence[Sequence[int]], n: int, vocab_size: int) -> list[np.ndarray]:
-    """The n-gram codes of ``ngram_codes_up_to`` for one order ``n``."""
-    for order, codes in ngram_codes_up_to(texts, n, vocab_size):
-        if order == n:
-            return codes
-    raise AssertionError("unreachable")
-
-
 def count_of(queries: np.ndarray, keys: np.ndarray) -> np.ndarray:
     """How many times each of ``queries`` occurs among ``keys`` (0 for one that never does)."""
     values, counts = np.unique(np.asarray(keys, dtype=np.int64), return_counts=True)

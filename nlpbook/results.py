@@ -38,8 +38,6 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
-VERDICTS = ("ahead", "level", "behind")
-
 
 def false_positive_rate(n: int, m: int | None = None) -> float:
     """The chance that :meth:`Runs.versus` calls one of two equally good models ahead: ``2 / C(n + m, n)``

@@ -31,6 +31,7 @@ from typing import NamedTuple
 import torch
 
 from nlpbook.bpe import BPE, pretokenize, train_bpe, word_counts
+from nlpbook.checks import load_weights
 from nlpbook.download import fetch
 from nlpbook.seq2seq import Seq2Seq
 from nlpbook.train import History, linear_warmup, train
@@ -354,11 +355,8 @@ def scored_translation_perplexity(state: dict[str, torch.Tensor], *, max_words: 
     if (source_vocab, target_vocab) != (len(data.source_vocab), len(data.target_vocab)):
         raise ValueError(f"the model reads {source_vocab} source and writes {target_vocab} target pieces; the "
                          f"corpus has {len(data.source_vocab)} and {len(data.target_vocab)}")
-    model = Seq2Seq(source_vocab, target_vocab, embed, hidden, attention=True)
-    try:
-        model.load_state_dict({name: value.float() for name, value in state.items()})
-    except RuntimeError as error:  # a missing or extra name, or a shape that does not fit
-        raise ValueError(f"the weights do not fit the course's translator: {error}") from None
+    model = load_weights(Seq2Seq(source_vocab, target_vocab, embed, hidden, attention=True), state,
+                         "the course's translator")
     return math.exp(validation_loss(model, data.valid))
 
 

@@ -137,3 +137,15 @@ def test_a_stand_in_accepts_exactly_the_calls_the_original_accepts():
     assert layer.add_norm(input=1, output=2, dense_layer=3, dropout=4, ln_layer=5, scale=2) == (1, 2, 3, 4, 5, 2)
     with pytest.raises(TypeError):
         layer.add_norm(x=1, y=2, dense=3, drop=4)  # the stand-in's own names are not the method's
+
+
+def test_load_weights_puts_a_state_in_as_float32_and_names_what_does_not_fit():
+    from nlpbook.checks import load_weights
+
+    state = {"weight": torch.ones(2, 3, dtype=torch.float64), "bias": torch.zeros(2, dtype=torch.float64)}
+    model = load_weights(torch.nn.Linear(3, 2), state, "a Linear")
+    assert model.weight.dtype == torch.float32 and torch.equal(model.weight, torch.ones(2, 3))
+    for wrong in ({"weight": torch.ones(3, 3), "bias": torch.zeros(2)}, {"weight": torch.ones(2, 3)},
+                  {**state, "extra": torch.zeros(1)}):
+        with pytest.raises(ValueError, match="the weights do not fit a Linear: Error"):
+            load_weights(torch.nn.Linear(3, 2), wrong, "a Linear")

@@ -77,18 +77,21 @@ def test_ngram_codes_are_equal_exactly_for_equal_grams_across_texts():
 
     import numpy as np
 
-    from nlpbook.ngram import context_counts, ngram_codes, ngram_codes_up_to
+    from nlpbook.ngram import context_counts, ngram_codes_up_to
     rng = random.Random(0)
     texts = [[rng.randrange(4) for _ in range(length)] for length in (500, 60, 3, 0)]
+    orders = dict(ngram_codes_up_to(texts, 6, vocab_size=4))
+    assert list(orders) == [1, 2, 3, 4, 5, 6]
     for n in (1, 2, 3, 6):
-        codes = ngram_codes(texts, n, vocab_size=4)
+        codes = orders[n]
         grams = [[tuple(text[i:i + n]) for i in range(len(text) - n + 1)] for text in texts]
         assert [len(c) for c in codes] == [len(g) for g in grams]
         by_code = {}
         for code, gram in zip(np.concatenate(codes).tolist(), sum(grams, [])):
             assert by_code.setdefault(code, gram) == gram  # one gram per code
         assert len(by_code) == len(set(sum(grams, [])))   # and one code per gram
-        assert [c.tolist() for c in codes] == [c.tolist() for c in dict(ngram_codes_up_to(texts, 6, 4))[n]]
+        # the orders below n are the same codes whatever the highest order asked for
+        assert [c.tolist() for c in codes] == [c.tolist() for c in dict(ngram_codes_up_to(texts, n, 4))[n]]
         history = {gram[:-1]: code // 4 for code, gram in zip(np.concatenate(codes).tolist(), sum(grams, []))}
         assert len(set(history.values())) == len(history)  # code // V names the history
         # the counts of the second text's grams in the first, written the slow, obvious way
@@ -102,11 +105,11 @@ def test_ngram_codes_are_equal_exactly_for_equal_grams_across_texts():
 def test_count_of_an_empty_key_set_and_bad_ids():
     import numpy as np
 
-    from nlpbook.ngram import count_of, ngram_codes
+    from nlpbook.ngram import count_of, ngram_codes_up_to
     assert count_of(np.array([1, 2]), np.array([], dtype=np.int64)).tolist() == [0, 0]
     assert count_of(np.array([5, 1, 9]), np.array([1, 1, 5, 7])).tolist() == [1, 2, 0]
     with pytest.raises(ValueError, match="0 .. 2, got 0 .. 3"):
-        ngram_codes([[0, 3]], 2, vocab_size=3)
+        dict(ngram_codes_up_to([[0, 3]], 2, vocab_size=3))
 
 
 def test_context_counts_of_an_empty_training_text_are_zero():
