@@ -153,15 +153,16 @@ class GradingRun:
         saved results: a Dask worker started with another ``NLPBOOK_PROFILE`` would otherwise train
         the students' models at its own size and score them against this run's targets. And the
         cores: kernels side by side share them, one thread each unless the instructor says
-        otherwise. A sandbox binds no GPU device, so its kernels are told to use the CPU, which
-        is all they can reach."""
+        otherwise. And the device: the CPU, where the training targets' margins were measured and
+        all that a sandbox's kernels can reach (it binds no GPU device); without a sandbox, the
+        device ``NLPBOOK_DEVICE`` names, if the instructor names one."""
         from nlpbook.profile import PROFILE_VARIABLE, current_profile
 
         env = {PROFILE_VARIABLE: current_profile()}
         if self.sandbox_mode in sandbox.GPU_BLIND_MODES:
             env.update(NLPBOOK_DEVICE="cpu", CUDA_VISIBLE_DEVICES="")
-        elif os.environ.get("NLPBOOK_DEVICE"):
-            env["NLPBOOK_DEVICE"] = os.environ["NLPBOOK_DEVICE"]
+        else:
+            env["NLPBOOK_DEVICE"] = os.environ.get("NLPBOOK_DEVICE", "").strip() or "cpu"
         if "OMP_NUM_THREADS" not in os.environ:
             env.update(thread_share(self.workers))
         return env

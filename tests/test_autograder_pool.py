@@ -34,9 +34,10 @@ def test_kernels_of_a_grading_run_share_the_cores_unless_the_instructor_set_thre
     monkeypatch.setenv("NLPBOOK_PROFILE", "quick")
     run = GradingRun.__new__(GradingRun)
     run.workers, run.sandbox_mode = 4, "none"
-    assert run.kernel_env == {"NLPBOOK_PROFILE": "quick", "OMP_NUM_THREADS": "2", "MKL_NUM_THREADS": "2"}
+    assert run.kernel_env == {"NLPBOOK_PROFILE": "quick", "NLPBOOK_DEVICE": "cpu", "OMP_NUM_THREADS": "2",
+                              "MKL_NUM_THREADS": "2"}
     monkeypatch.setenv("OMP_NUM_THREADS", "3")
-    assert run.kernel_env == {"NLPBOOK_PROFILE": "quick"}
+    assert run.kernel_env == {"NLPBOOK_PROFILE": "quick", "NLPBOOK_DEVICE": "cpu"}
 
 
 def test_every_kernel_gets_the_coordinators_profile_and_device_whatever_its_workers_have(monkeypatch):
@@ -48,10 +49,11 @@ def test_every_kernel_gets_the_coordinators_profile_and_device_whatever_its_work
     run.workers, run.sandbox_mode = 2, "none"
     monkeypatch.delenv("NLPBOOK_PROFILE", raising=False)
     monkeypatch.delenv("NLPBOOK_DEVICE", raising=False)
-    assert run.kernel_env == {"NLPBOOK_PROFILE": "standard"}  # the book's default, named
+    # the book's default profile, named, and the CPU the margins were measured on
+    assert run.kernel_env == {"NLPBOOK_PROFILE": "standard", "NLPBOOK_DEVICE": "cpu"}
     monkeypatch.setenv("NLPBOOK_PROFILE", "full")
-    monkeypatch.setenv("NLPBOOK_DEVICE", "cpu")
-    assert run.kernel_env == {"NLPBOOK_PROFILE": "full", "NLPBOOK_DEVICE": "cpu"}
+    monkeypatch.setenv("NLPBOOK_DEVICE", "cuda")  # without a sandbox, a device the instructor names
+    assert run.kernel_env == {"NLPBOOK_PROFILE": "full", "NLPBOOK_DEVICE": "cuda"}
 
 
 def test_kernels_in_a_sandbox_are_told_to_use_the_cpu_the_only_device_they_can_reach(monkeypatch):
@@ -65,5 +67,5 @@ def test_kernels_in_a_sandbox_are_told_to_use_the_cpu_the_only_device_they_can_r
     for mode in ("root", "userns"):
         run.sandbox_mode = mode
         assert run.kernel_env == {"NLPBOOK_PROFILE": "quick", "NLPBOOK_DEVICE": "cpu", "CUDA_VISIBLE_DEVICES": ""}
-    run.sandbox_mode = "none"
-    assert run.kernel_env == {"NLPBOOK_PROFILE": "quick"}
+    run.sandbox_mode = "none"  # no sandbox: the CPU still, unless the instructor names a device
+    assert run.kernel_env == {"NLPBOOK_PROFILE": "quick", "NLPBOOK_DEVICE": "cpu"}
