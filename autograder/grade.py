@@ -235,20 +235,20 @@ def set_up_sandbox(run: GradingRun) -> None:
 
 
 def check_device(run: GradingRun) -> None:
-    """Refuse a GPU the kernels cannot reach: a sandbox binds no GPU device, so a device asked for
-    with ``NLPBOOK_DEVICE`` would fail in every graded training cell, the solution's included, and the
-    ``full`` profile, sized for one GPU, would train on one CPU thread a kernel past every time limit."""
-    if run.sandbox_mode not in sandbox.GPU_BLIND_MODES:
-        return
+    """Refuse a GPU the kernels cannot reach, and the ``full`` profile on the CPU. A sandbox binds no
+    GPU device, so a device asked for with ``NLPBOOK_DEVICE`` would fail in every graded training cell,
+    the solution's included; and ``full``, sized for one GPU, would train on one CPU thread a kernel
+    past every time limit."""
     from nlpbook.profile import current_profile
 
-    where = (f"kernels in the {run.sandbox_mode} sandbox reach no GPU (it binds no /dev/nvidia* device) and "
-             "run on the CPU")
     asked = os.environ.get("NLPBOOK_DEVICE", "").strip()
-    if asked and asked != "cpu":
+    sandboxed = run.sandbox_mode in sandbox.GPU_BLIND_MODES
+    where = (f"kernels in the {run.sandbox_mode} sandbox reach no GPU (it binds no /dev/nvidia* device) and run "
+             "on the CPU" if sandboxed else "kernels run on the CPU unless NLPBOOK_DEVICE names a GPU")
+    if sandboxed and asked and asked != "cpu":
         raise CourseError(f"NLPBOOK_DEVICE={asked}: {where}; unset it, or grade with --sandbox none on a machine "
                           "where that is safe (see 'Grading safely')")
-    if current_profile() == "full":
+    if current_profile() == "full" and run.kernel_env.get("NLPBOOK_DEVICE") == "cpu":
         raise CourseError(f"NLPBOOK_PROFILE=full is sized for one GPU, and {where}, one thread each: grade in "
                           "standard (the default) or quick")
 

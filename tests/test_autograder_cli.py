@@ -6,6 +6,7 @@ import subprocess
 import sys
 
 import nbformat
+import pytest
 
 from conftest import autograded, run_autograder
 from autograder.handins import write
@@ -40,6 +41,10 @@ def test_out_inside_submissions_is_refused(tmp_path):
 def test_a_gpu_the_sandboxed_kernels_cannot_reach_is_refused_before_anything_runs(tmp_path):
     # The sandbox binds no GPU device: a device asked for would fail every graded training cell,
     # the solution's too, and full would train on one CPU thread a kernel past every limit.
+    from autograder import sandbox
+
+    if sandbox.os.geteuid() != 0 or not sandbox.can_enter_namespaces("root"):
+        pytest.skip("this machine cannot make the root sandbox")
     handed_in = tmp_path / "class" / "ada" / "04-attention"
     handed_in.mkdir(parents=True)
     args = ("grade", "04-attention", "--submissions", str(tmp_path / "class"), "--out", str(tmp_path / "out"),
@@ -49,6 +54,9 @@ def test_a_gpu_the_sandboxed_kernels_cannot_reach_is_refused_before_anything_run
     assert "NLPBOOK_DEVICE=cuda:0: kernels in the root sandbox reach no GPU" in result.stderr
     result = run_autograder(*args, env={"NLPBOOK_PROFILE": "full"})
     assert result.returncode == 2 and "NLPBOOK_PROFILE=full is sized for one GPU" in result.stderr
+    # without a sandbox too, where kernels run on the CPU unless told otherwise
+    result = run_autograder(*args[:-2], "--sandbox", "none", env={"NLPBOOK_PROFILE": "full"})
+    assert result.returncode == 2 and "kernels run on the CPU unless NLPBOOK_DEVICE names a GPU" in result.stderr
     assert not (tmp_path / "out" / "grades.csv").exists()
 
 

@@ -90,7 +90,7 @@ def test_ngram_codes_are_equal_exactly_for_equal_grams_across_texts():
         for code, gram in zip(np.concatenate(codes).tolist(), sum(grams, [])):
             assert by_code.setdefault(code, gram) == gram  # one gram per code
         assert len(by_code) == len(set(sum(grams, [])))   # and one code per gram
-        # the orders below n are the same codes whatever the highest order asked for
+        # order n's codes are the same whatever highest order is asked for
         assert [c.tolist() for c in codes] == [c.tolist() for c in dict(ngram_codes_up_to(texts, n, 4))[n]]
         history = {gram[:-1]: code // 4 for code, gram in zip(np.concatenate(codes).tolist(), sum(grams, []))}
         assert len(set(history.values())) == len(history)  # code // V names the history
