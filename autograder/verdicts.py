@@ -206,9 +206,11 @@ class TrustedVerdicts(NbGraderPreprocessor):
                 cell.outputs = _hidden_outputs(cell.outputs)
             return cell, resources
         errors = [o for o in cell.outputs if o.output_type == "error"]
-        failure = (None if reference is None
-                   else first_failure(reference, records, _cut_short(errors, resources, cell_index)))
-        problem = "no reference records for this test" if reference is None else failure and failure[1]
+        if reference is None:
+            failure, problem = None, "no reference records for this test"
+        else:
+            failure = first_failure(reference, records, _cut_short(errors, resources, cell_index))
+            problem = failure and failure[1]
         if failure:
             # In the kernel the checks only record (the grader judges them), so the cell ran on past
             # the one that fails: keep what it printed before that check, as a run that stopped at it
