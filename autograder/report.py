@@ -69,7 +69,8 @@ def failed_checks(autograded: Path, assignment: str, secret: set[str]) -> Counte
             if not errors:
                 continue
             words = errors[-1].get("evalue", "") if errors[-1].get("ename") == "TestFailed" else errors[-1].get("ename", "")
-            words = scrub(words.split("\n")[0].split(": ")[0][:120], secret)
+            # scrubbed whole, then cut: a cut could keep part of a hidden line that no longer matches it
+            words = scrub(words.split("\n")[0], secret).split(": ")[0][:120]
             counts[(path.stem, cell.metadata.nbgrader["grade_id"], words or "(no message)")] += 1
     return counts
 

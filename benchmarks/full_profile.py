@@ -50,6 +50,8 @@ import traceback
 import types
 from pathlib import Path
 
+from measure import gpu_name, threads_each
+
 REPO = Path(__file__).resolve().parent.parent
 MINILM_FILES = ("config.json", "vocab.txt")
 # Data files small enough to travel (a call carries 64 MiB).  benchmarks/gpu_lease.sh carries the
@@ -149,7 +151,7 @@ class Recorder:
 def environment() -> dict:
     import torch
 
-    gpu = torch.cuda.get_device_name(0) if torch.cuda.is_available() else None
+    gpu = gpu_name()
     return dict(gpu=gpu, cpus=os.cpu_count(), python=platform.python_version(), torch=torch.__version__,
                 cuda=torch.version.cuda if gpu else None)
 
@@ -316,7 +318,6 @@ def run(bundle: Path, out: Path, pages: list[str], deadline: float, profile: str
     out.mkdir(parents=True, exist_ok=True)
     (out / "logs").mkdir(exist_ok=True)
     end = time.monotonic() + deadline
-    threads = max(1, (os.cpu_count() or 1) // jobs)
     pages = start_order(pages, jobs, in_order, recorded_seconds())
 
     def one(page: str) -> dict:
@@ -327,8 +328,7 @@ def run(bundle: Path, out: Path, pages: list[str], deadline: float, profile: str
         folder = folder if folder.is_dir() else REPO
         env = {**os.environ, "NLPBOOK_PROFILE": profile, "MPLBACKEND": "Agg", "PYTHONUNBUFFERED": "1",
                "NLPBOOK_PROGRESS": "0", "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
-        if jobs > 1:  # pages side by side share the cores: one pool of threads each would fight
-            env.update(OMP_NUM_THREADS=str(threads), MKL_NUM_THREADS=str(threads))
+        env.update(threads_each(jobs))  # pages side by side share the cores
         with open(out / "logs" / f"{stem(page)}.txt", "w") as output:
             output.write(f"===== {page} ({left:.0f} s left)\n")
             output.flush()

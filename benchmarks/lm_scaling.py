@@ -31,6 +31,7 @@ import torch
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from measure import gpu_name, threads_each  # noqa: E402
 from nlpbook.charlm import CharData  # noqa: E402
 from nlpbook.scaling import FAMILIES, SIZES, train_lm  # noqa: E402
 from nlpbook.vocab import Vocabulary  # noqa: E402
@@ -82,8 +83,7 @@ def run_all(args: argparse.Namespace) -> int:
     jobs.sort(key=lambda job: (-order.index(job[1]), job[0] != "LSTM", job[2]))
     folder = args.out.with_suffix(".runs")
     folder.mkdir(parents=True, exist_ok=True)
-    threads = str(max(1, (os.cpu_count() or 1) // args.jobs))
-    env = {**os.environ, "OMP_NUM_THREADS": threads, "MKL_NUM_THREADS": threads, "PYTHONUNBUFFERED": "1"}
+    env = {**os.environ, **threads_each(args.jobs), "PYTHONUNBUFFERED": "1"}
     end = time.monotonic() + args.deadline
 
     def launch(job):
@@ -107,8 +107,7 @@ def run_all(args: argparse.Namespace) -> int:
     with ThreadPoolExecutor(max_workers=args.jobs) as pool:
         list(pool.map(launch, jobs))
     runs = [json.loads(path.read_text()) for path in sorted(folder.glob("*.json"))]
-    gpu = torch.cuda.get_device_name(0) if torch.cuda.is_available() else None
-    args.out.write_text(json.dumps(dict(device=gpu or "CPU", jobs=args.jobs, torch=torch.__version__,
+    args.out.write_text(json.dumps(dict(device=gpu_name() or "CPU", jobs=args.jobs, torch=torch.__version__,
                                         date=time.strftime("%Y-%m-%d"), runs=runs)))
     print(f"{len(runs)} of {len(jobs)} runs in {args.out}")
     report(args.out)

@@ -1,4 +1,5 @@
-"""What the benchmark scripts share: a line describing the machine, and a measured subprocess run."""
+"""What the benchmark scripts share: what the machine is, the cores of jobs run side by side, and a
+measured subprocess run."""
 from __future__ import annotations
 
 import os
@@ -13,6 +14,22 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 
 
+def gpu_name() -> str | None:
+    """The first GPU's name, or None on a machine without one."""
+    import torch
+
+    return torch.cuda.get_device_name(0) if torch.cuda.is_available() else None
+
+
+def threads_each(jobs: int) -> dict[str, str]:
+    """The environment of one of ``jobs`` processes run side by side: the cores shared out among
+    them, since a pool of threads as large as the machine in each would fight over the cores."""
+    if jobs <= 1:
+        return {}
+    threads = str(max(1, (os.cpu_count() or 1) // jobs))
+    return dict(OMP_NUM_THREADS=threads, MKL_NUM_THREADS=threads)
+
+
 def machine_line() -> str:
     """CPU model, cores, memory, Python and torch, and today's date: what a figure was measured on."""
     import torch
@@ -23,7 +40,7 @@ def machine_line() -> str:
         model = next((line.split(":", 1)[1].strip() for line in cpuinfo.read_text().splitlines()
                       if line.startswith("model name")), model)
     memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
-    gpu = f", GPU {torch.cuda.get_device_name(0)}" if torch.cuda.is_available() else ", no GPU"
+    gpu = f", GPU {gpu_name()}" if torch.cuda.is_available() else ", no GPU"
     return (f"{model}, {os.cpu_count()} cores, {memory:.0f} GiB{gpu}; Python {platform.python_version()}, "
             f"torch {torch.__version__}; {time.strftime('%Y-%m-%d')}")
 

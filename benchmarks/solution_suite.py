@@ -27,7 +27,7 @@ import sys
 import time
 from pathlib import Path
 
-from measure import REPO, machine_line, run_measured
+from measure import REPO, gpu_name, machine_line, run_measured, threads_each
 from nlpbook.profile import PROFILES
 
 SOLUTIONS = REPO / "solutions"
@@ -37,7 +37,7 @@ def device_line() -> str:
     import torch
 
     if torch.cuda.is_available():
-        return f"GPU: {torch.cuda.get_device_name(0)} (torch {torch.__version__}, CUDA {torch.version.cuda})"
+        return f"GPU: {gpu_name()} (torch {torch.__version__}, CUDA {torch.version.cuda})"
     return f"CPU only: {platform.processor() or platform.machine()}, {os.cpu_count()} cores (torch {torch.__version__})"
 
 
@@ -85,9 +85,7 @@ def main(argv: list[str] | None = None) -> int:
             return 2
     print(f"profile {args.profile}, {time.strftime('%Y-%m-%d %H:%M')}\n")
     extra = {}
-    if args.jobs > 1:  # notebooks side by side share the cores
-        threads = str(max(1, (os.cpu_count() or 1) // args.jobs))
-        extra.update(OMP_NUM_THREADS=threads, MKL_NUM_THREADS=threads)
+    extra.update(threads_each(args.jobs))  # notebooks side by side share the cores
     if args.bundle:
         from full_profile import kernel_startup
 

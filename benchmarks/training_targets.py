@@ -209,7 +209,7 @@ def fine_tune_top_layers(namespace: dict, setting: dict, model_seed: int, batch_
 def train_translator(namespace: dict, setting: dict, model_seed: int, batch_seed: int) -> dict:
     """Chapter 3: the solution's ``Translator`` trained by its ``train_translator`` on the Bible's
     verse pairs, as the hidden test does."""
-    from nlpbook.translation import bible_tensors
+    from nlpbook.parallel import bible_tensors
 
     data = bible_tensors(setting["max_words"])
     torch.manual_seed(model_seed)
@@ -226,7 +226,7 @@ def piece_frequencies(setting: dict) -> tuple[str, float]:
     would reach."""
     import math
 
-    from nlpbook.translation import bible_tensors
+    from nlpbook.parallel import bible_tensors
 
     data = bible_tensors(setting["max_words"])
     counts = torch.bincount(data.train[2][:, 1:].flatten(), minlength=len(data.target_vocab))[1:].double()

@@ -24,9 +24,10 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from nlpbook.translation import (RACE_MODELS, RACE_OPTIONS, bible_translation, bleu,  # noqa: E402
-                                 build_vocabularies, greedy_translate, pieces_to_words, race_model, to_tensors,
+from nlpbook.parallel import bible_translation, build_vocabularies, pieces_to_words, to_tensors  # noqa: E402
+from nlpbook.translation import (RACE_MODELS, RACE_OPTIONS, greedy_translate, race_model,  # noqa: E402
                                  train_translator, validation_loss)
+from nlpbook.translation_metrics import bleu  # noqa: E402
 
 DEFAULT_RATES = {"LSTM + attention": [2e-3, 5e-3, 1e-2, 2e-2, 4e-2], "Transformer": [1e-3, 2e-3, 5e-3, 1e-2]}
 

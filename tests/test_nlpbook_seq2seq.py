@@ -3,7 +3,7 @@ import torch
 import torch.nn.functional as F
 
 from nlpbook.seq2seq import Seq2Seq
-from nlpbook.translation import BOS, EOS, build_vocabularies, number_pairs, to_tensors
+from nlpbook.parallel import BOS, EOS, build_vocabularies, number_pairs, to_tensors
 
 
 def test_tensors_are_padded_and_framed():

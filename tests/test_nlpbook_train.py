@@ -5,6 +5,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from nlpbook.train import History, length_grouped_batches, to_device, train
+from tiny_lm import lm_batches, lm_loss, tiny_lm
 
 
 def _regression(seed=0):
@@ -89,88 +90,6 @@ def test_history_last_reads_the_loss_or_a_metric():
     assert history.last("loss") == 2.0 and history.last("accuracy") == 0.5
 
 
-def _tiny_lm(seed=0):
-    torch.manual_seed(seed)
-    return nn.Sequential(nn.Embedding(7, 8), nn.LayerNorm(8), nn.Linear(8, 7))
-
-
-def _lm_batches(seed=0):
-    generator = torch.Generator().manual_seed(seed)
-    return [torch.randint(0, 7, (4, 6), generator=generator) for _ in range(5)]
-
-
-def _lm_loss(model, ids):
-    return F.cross_entropy(model(ids[:, :-1]).flatten(0, 1), ids[:, 1:].flatten())
-
-
-def test_the_recipe_trains_as_a_plain_loop_written_out_does():
-    from nlpbook.recipe import Recipe
-
-    recipe = Recipe(lr=3e-2, weight_decay=0.1, warmup=3, min_lr_ratio=0.1, clip=0.5)
-    steps = 12
-    model = _tiny_lm()
-    history = train(model, _lm_batches(), _lm_loss, recipe, steps=steps, progress=False)
-
-    # The reference: AdamW with the two groups, the rate set by hand, clipping, all written out.
-    reference = _tiny_lm()
-    decayed = [p for p in reference.parameters() if p.dim() >= 2]
-    plain = [p for p in reference.parameters() if p.dim() < 2]
-    optimizer = torch.optim.AdamW([{"params": decayed, "weight_decay": 0.1}, {"params": plain, "weight_decay": 0.0}],
-                                  lr=3e-2, betas=(0.9, 0.95))
-    losses, batches = [], _lm_batches()
-    for step in range(steps):
-        warm = min(1.0, (step + 1) / 3)
-        cosine = 0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * step / steps))
-        for group in optimizer.param_groups:
-            group["lr"] = 3e-2 * warm * cosine
-        loss = _lm_loss(reference, batches[step % len(batches)])
-        optimizer.zero_grad()
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(reference.parameters(), 0.5)
-        optimizer.step()
-        losses.append(loss.item())
-    assert history.loss == pytest.approx(losses, rel=1e-5)
-    for ours, theirs in zip(model.parameters(), reference.parameters()):
-        assert torch.allclose(ours, theirs, atol=1e-6)
-
-
-def test_the_recipe_decays_matrices_only_and_counts_a_tied_weight_once():
-    from nlpbook.recipe import Recipe
-
-    model = _tiny_lm()
-    model[2].weight = model[0].weight  # the output layer shares the embedding table
-    groups = Recipe(lr=1e-3).optimizer(model).param_groups
-    assert [group["weight_decay"] for group in groups] == [0.1, 0.0]
-    assert [len(group["params"]) for group in groups] == [1, 3]  # the table; LN gain and shift, output bias
-
-
-def test_decay_groups_give_each_module_its_own_rate_and_leave_frozen_weights_out():
-    from nlpbook.recipe import decay_groups
-
-    model = _tiny_lm()
-    model[0].weight.requires_grad_(False)  # a frozen embedding table
-    groups = decay_groups(model, 0.01, lr=5e-5) + decay_groups(nn.Linear(3, 2), 0.01, lr=1e-3)
-    assert [(group["weight_decay"], group["lr"], len(group["params"])) for group in groups] == [
-        (0.01, 5e-5, 1), (0.0, 5e-5, 3), (0.01, 1e-3, 1), (0.0, 1e-3, 1)]  # the output matrix; LN, bias
-    # nothing to decay: one group, without decay
-    assert [group["weight_decay"] for group in decay_groups(nn.LayerNorm(4), 0.01)] == [0.0]
-
-
-def test_the_schedule_warms_up_linearly_then_follows_a_cosine_to_its_floor():
-    from nlpbook.recipe import Recipe
-
-    recipe = Recipe(lr=1.0, warmup=4, min_lr_ratio=0.1)
-    assert [recipe.lr_factor(step, 0.0) for step in range(5)] == pytest.approx([0.25, 0.5, 0.75, 1.0, 1.0])
-    assert recipe.lr_factor(100, 0.5) == pytest.approx(0.55)
-    assert recipe.lr_factor(100, 1.0) == pytest.approx(0.1) == recipe.lr_factor(100, 1.7)
-    assert Recipe(lr=1.0, warmup=0).lr_factor(0, 0.0) == 1.0
-    # min_lr_ratio 1: no decay, the peak rate from the end of the warm-up on (chapter 5's copying race)
-    constant = Recipe(lr=1.0, warmup=4, min_lr_ratio=1.0)
-    assert [constant.lr_factor(step, step / 10) for step in range(2, 11)] == pytest.approx([0.75] + [1.0] * 8)
-    with pytest.raises(ValueError, match="min_lr_ratio"):
-        Recipe(lr=1.0, min_lr_ratio=2.0)
-
-
 def test_a_time_budget_stops_training_and_spreads_its_evaluations_without_counting_them(monkeypatch):
     import importlib
     import types
@@ -191,7 +110,7 @@ def test_a_time_budget_stops_training_and_spreads_its_evaluations_without_counti
         return {"loss": 0.0}
 
     monkeypatch.setattr(module, "time", types.SimpleNamespace(perf_counter=perf_counter))
-    history = train(_tiny_lm(), _lm_batches(), _lm_loss, Recipe(lr=1e-2, warmup=2), seconds=0.29,
+    history = train(tiny_lm(), lm_batches(), lm_loss, Recipe(lr=1e-2, warmup=2), seconds=0.29,
                     evaluate=slow_evaluation, evals=4, progress=False)
     # it stops at the first step that crosses the budget, the 6th (0.30 s), with the 4 seconds of
     # evaluation left out; the evaluations come at the first steps past 1/4, 2/4, 3/4 and 4/4 of it
@@ -204,13 +123,13 @@ def test_a_time_budget_stops_training_and_spreads_its_evaluations_without_counti
 def test_a_run_needs_a_budget_and_a_recipe_schedules_itself():
     from nlpbook.recipe import Recipe
 
-    model = _tiny_lm()
+    model = tiny_lm()
     with pytest.raises(ValueError, match="needs a budget"):
-        train(model, _lm_batches(), _lm_loss, Recipe(lr=1e-2), progress=False)
+        train(model, lm_batches(), lm_loss, Recipe(lr=1e-2), progress=False)
     with pytest.raises(ValueError, match="clips and schedules itself"):
-        train(model, _lm_batches(), _lm_loss, Recipe(lr=1e-2), steps=2, clip_grad_norm=1.0, progress=False)
+        train(model, lm_batches(), lm_loss, Recipe(lr=1e-2), steps=2, clip_grad_norm=1.0, progress=False)
     with pytest.raises(ValueError, match="evals"):
-        train(model, _lm_batches(), _lm_loss, Recipe(lr=1e-2), steps=2, evals=2, eval_every=1, progress=False)
+        train(model, lm_batches(), lm_loss, Recipe(lr=1e-2), steps=2, evals=2, eval_every=1, progress=False)
 
 
 def test_history_curve_pairs_each_evaluation_with_the_seconds_trained_by_then():

@@ -1,109 +1,18 @@
-import hashlib
-import io
-import tarfile
-
 import pytest
-import sacrebleu
 
+from nlpbook.parallel import EOS, Pair, build_vocabularies, number_pairs
 from nlpbook.seq2seq import Seq2Seq
 from nlpbook.transformer import EncoderDecoder
-from nlpbook.translation import (EOS, RACE_MODELS, RACE_OPTIONS, RACE_RATES, Pair, bleu,
-                                 build_vocabularies, chrf, constant_translation, multi30k, number_pairs, number_phrase,
-                                 race_model, tokenize_phrase, until_eos)
-from servers import file_server
+from nlpbook.translation import RACE_MODELS, RACE_OPTIONS, RACE_RATES, race_model, until_eos
 
 
-def test_number_pairs_are_exact_translations():
-    splits = number_pairs("fr", size=50, max_value=300, seed=3)
-    english = {tokenize_phrase(number_phrase(v, "en")): v for v in range(301)}
-    for pair in splits.train + splits.valid + splits.test:
-        assert pair.target == tokenize_phrase(number_phrase(english[pair.source], "fr"))
-    assert tokenize_phrase(number_phrase(99, "fr")) == ("quatre", "-", "vingt", "-", "dix", "-", "neuf")
-    assert tokenize_phrase(number_phrase(342, "en")) == ("three", "hundred", "and", "forty", "-", "two")
-
-
-def test_splits_are_deterministic_disjoint_and_sized():
-    first, second = number_pairs("de", size=200, seed=1), number_pairs("de", size=200, seed=1)
-    assert first == second
-    assert (len(first.train), len(first.valid), len(first.test)) == (160, 20, 20)
-    sources = [set(p.source for p in split) for split in (first.train, first.valid, first.test)]
-    assert not (sources[0] & sources[1] or sources[0] & sources[2] or sources[1] & sources[2])
-    assert number_pairs("de", size=200, seed=2) != first
-
-
-def test_characters_mode_and_bad_arguments():
-    pair = number_pairs("de", size=1, max_value=0, fractions=(1.0, 0.0, 0.0), characters=True).train[0]
-    assert pair == Pair(tuple("zero"), tuple("null"))
-    with pytest.raises(ValueError, match="cannot draw 11 distinct numbers"):
-        number_pairs(size=11, max_value=9)
-    with pytest.raises(ValueError, match="sum to 1"):
-        number_pairs(size=5, fractions=(0.5, 0.5, 0.5))
-    with pytest.raises(ValueError, match="unknown language 'xx'"):
-        number_phrase(3, "xx")
-
-
-def _archive(files: dict[str, str]) -> bytes:
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
-        for name, text in files.items():
-            data = text.encode()
-            info = tarfile.TarInfo(name)
-            info.size = len(data)
-            tar.addfile(info, io.BytesIO(data))
-    return buffer.getvalue()
-
-
-def test_multi30k_loader_downloads_checks_and_caches(tmp_path):
-    archive = _archive({"val.en": "A dog runs.\nTwo men talk.\n", "val.de": "Ein Hund rennt.\nZwei Männer reden.\n"})
-    (tmp_path / "www").mkdir()
-    (tmp_path / "www" / "validation.tar.gz").write_bytes(archive)
-    files = {"valid": ("validation.tar.gz", hashlib.sha256(archive).hexdigest(), "val")}
-    with file_server(tmp_path / "www") as (url, requests):
-        pairs = multi30k("valid", mirror=url, files=files, cache=tmp_path / "cache")
-        assert pairs == [Pair(("a", "dog", "runs", "."), ("ein", "hund", "rennt", ".")),
-                         Pair(("two", "men", "talk", "."), ("zwei", "männer", "reden", "."))]
-        assert multi30k("valid", mirror=url, files=files, cache=tmp_path / "cache") == pairs
-        assert requests == ["/validation.tar.gz"]
-        with pytest.raises(ValueError, match="holds no val.fr"):
-            multi30k("valid", target="fr", mirror=url, files=files, cache=tmp_path / "cache")
-        with pytest.raises(ValueError, match="unknown split 'dev'"):
-            multi30k("dev", mirror=url, files=files, cache=tmp_path / "cache")
-
-
-def test_until_eos_and_bleu():
+def test_until_eos_decodes_up_to_the_first_eos_or_everything_without_one():
     splits = number_pairs("fr", size=60, seed=3)
     _, target_vocab = build_vocabularies(splits.train)
-    pairs = splits.train[:20]
-    ids = target_vocab.encode(pairs[0].target)
-    assert until_eos(ids + [target_vocab.index(EOS)] + ids, target_vocab) == list(pairs[0].target)
-    assert until_eos(ids, target_vocab) == list(pairs[0].target)  # no <eos>: everything
-    assert bleu([p.target for p in pairs], pairs) == (pytest.approx(100.0), 1.0)
-    wrong = [p.target[:-1] if i % 2 else p.target for i, p in enumerate(pairs)]
-    score, exact = bleu(wrong, pairs)
-    assert exact == 0.5
-    assert score == sacrebleu.corpus_bleu([" ".join(h) for h in wrong], [[" ".join(p.target) for p in pairs]],
-                                          tokenize="none").score
-
-
-def test_constant_translation_is_the_frequent_target_that_scores_best_on_validation():
-    said = ("and", "the", "lord", "said", "to", "moses", ":")
-    spoke = ("the", "word", "of", "the", "lord", "came", "to", "me", ",", "saying", ":")
-    train = [Pair(("s", str(i)), target) for i, target in
-             enumerate([said] * 3 + [spoke] * 2 + [("amen", ".")])]
-    # validation verses that share long n-grams with the less frequent target only
-    valid = [Pair(("v",), spoke[:-1] + ("hear", ":")), Pair(("w",), ("then",) + spoke)]
-    scores = {t: bleu([t] * len(valid), valid)[0] for t in (said, spoke, ("amen", "."))}
-    assert constant_translation(train, valid) == max(scores, key=scores.get) == spoke
-    assert constant_translation(train, valid, candidates=1) == said  # the most frequent only
-    # nothing in common with any candidate: every score is 0 and the most frequent is kept
-    unrelated = [Pair(("x",), ("zzz", "yyy", "xxx", "www", "vvv"))]
-    assert constant_translation(train, unrelated) == said
-    for bad, match in (((train, []), "needs training and validation pairs"),
-                       (([], valid), "needs training and validation pairs")):
-        with pytest.raises(ValueError, match=match):
-            constant_translation(*bad)
-    with pytest.raises(ValueError, match="candidates must be at least 1"):
-        constant_translation(train, valid, candidates=0)
+    pair = splits.train[0]
+    ids = target_vocab.encode(pair.target)
+    assert until_eos(ids + [target_vocab.index(EOS)] + ids, target_vocab) == list(pair.target)
+    assert until_eos(ids, target_vocab) == list(pair.target)  # no <eos>: everything
 
 
 def test_race_rates_name_a_rate_for_each_race_model():
@@ -124,80 +33,14 @@ def test_race_model_builds_each_race_model_at_the_width_asked_for_and_no_other()
         race_model("GRU", (30, 40), 16)
 
 
-def test_chrf_is_sacrebleus_chrf_and_ignores_how_words_are_cut():
-    splits = number_pairs("fr", size=60, seed=3)
-    pairs = splits.train[:20]
-    assert chrf([p.target for p in pairs], pairs) == pytest.approx(100.0)
-    wrong = [p.target[:-1] if i % 2 else p.target[1:] for i, p in enumerate(pairs)]
-    expected = sacrebleu.metrics.CHRF().corpus_score([" ".join(h) for h in wrong],
-                                                     [[" ".join(p.target) for p in pairs]]).score
-    assert chrf(wrong, pairs) == expected
-    assert 0 < expected < 100
-    # spaces are removed before counting, so the same characters cut otherwise score the same
-    glued = [("".join(h),) for h in wrong]
-    assert chrf(glued, pairs) == pytest.approx(expected)
-    # and BLEU on the same glued words does not
-    assert bleu(glued, pairs)[0] < bleu(wrong, pairs)[0]
-
-
-def test_bible_translation_cuts_each_side_with_its_own_bpe_and_keeps_the_words():
-    from nlpbook.translation import bible_translation, pieces_to_words
-
-    corpus = bible_translation(max_words=12, merges=300)
-    for split in ("train", "valid", "test"):
-        pieces, words = getattr(corpus.pieces, split), getattr(corpus.words, split)
-        assert len(pieces) == len(words) > 50
-        for cut, whole in zip(pieces[:200], words[:200]):  # pieces glue back into the very words
-            assert pieces_to_words(list(cut.source)) == whole.source
-            assert pieces_to_words(list(cut.target)) == whole.target
-    assert corpus.words.train[0].source == ("in", "the", "beginning", "god", "created", "the", "heavens", "and",
-                                            "the", "earth", ".")
-    # BPE is learned on the training verses only, and each language gets its own.
-    assert corpus.source_bpe.merges != corpus.target_bpe.merges
-    assert len(corpus.source_bpe.merges) == len(corpus.target_bpe.merges) == 300
-    assert pieces_to_words(["seign", "eur</w>", "di"]) == ("seigneur", "di")
-
-
-def test_source_length_groups_put_every_pair_in_one_group_punctuation_counted():
-    from nlpbook.translation import bible_translation, source_length_groups
-
-    pairs = [Pair(("a",) * n, ("b",)) for n in (3, 5, 6, 9, 12)]
-    assert source_length_groups(pairs, starts=(1, 5, 9)) == [
-        ("1-4", [0]), ("5-8", [1, 2]), ("9-12", [3, 4])]
-    # An empty group keeps its place; the last one's label ends at its own start then.
-    assert source_length_groups(pairs[:1], starts=(1, 5)) == [("1-4", [0]), ("5-5", [])]
-    # The label as the pages' sentences say it.
-    assert [group.in_words for group in source_length_groups(pairs, starts=(1, 5, 9))] == [
-        "1 to 4", "5 to 8", "9 to 12"]
-    # On the Bible verses of at most 20 words, over a quarter of the test sources have more than 20
-    # tokens (punctuation counts); each is in exactly one of the four default groups.
-    test = bible_translation(max_words=20, merges=300).words.test
-    groups = source_length_groups(test)
-    assert sorted(i for _, indices in groups for i in indices) == list(range(len(test)))
-    assert any(len(test[i].source) > 20 for i in groups[-1][1])
-    assert all(len(indices) > len(test) / 8 for _, indices in groups)
-
-
-def test_bible_tensors_encode_the_pairs_with_vocabularies_of_the_training_pairs():
-    from nlpbook.translation import BOS, bible_tensors, bible_translation, to_tensors
-
-    data = bible_tensors(12, merges=300)
-    assert bible_tensors(12, merges=300) is data  # one copy per process: the grader scores many students
-    corpus = bible_translation(max_words=12, merges=300)
-    assert data.source_vocab.tokens == build_vocabularies(corpus.pieces.train)[0].tokens
-    for split in ("train", "valid", "test"):
-        expected = to_tensors(getattr(corpus.pieces, split), data.source_vocab, data.target_vocab)
-        assert all(a.equal(b) for a, b in zip(getattr(data, split), expected))
-    assert (data.valid[2][:, 0] == data.target_vocab.index(BOS)).all()
-
-
 def test_scored_translation_perplexity_is_that_models_validation_perplexity():
     import math
 
     import torch
 
     from nlpbook.seq2seq import Seq2Seq
-    from nlpbook.translation import bible_tensors, scored_translation_perplexity, validation_loss
+    from nlpbook.parallel import bible_tensors
+    from nlpbook.translation import scored_translation_perplexity, validation_loss
 
     data = bible_tensors(12, merges=300)
     torch.manual_seed(0)
@@ -216,6 +59,7 @@ def test_scored_translation_perplexity_is_that_models_validation_perplexity():
 
 
 # Training and decoding helpers, on a tiny copy task with both kinds of translator.
+
 
 def _copy_task(count=40, seed=0):
     import random
@@ -246,7 +90,8 @@ def test_validation_loss_is_the_token_weighted_mean_whatever_the_batch_size():
     import torch
     import torch.nn.functional as F
 
-    from nlpbook.translation import to_tensors, validation_loss
+    from nlpbook.parallel import to_tensors
+    from nlpbook.translation import validation_loss
 
     pairs, source_vocab, target_vocab = _copy_task()
     for model in _translators(source_vocab, target_vocab):
@@ -266,7 +111,8 @@ def test_validation_loss_is_the_token_weighted_mean_whatever_the_batch_size():
 def test_greedy_translate_matches_teacher_forced_argmax_one_token_at_a_time_with_and_without_the_cache():
     import torch
 
-    from nlpbook.translation import BOS, greedy_translate, to_tensors
+    from nlpbook.parallel import BOS, to_tensors
+    from nlpbook.translation import greedy_translate
 
     pairs, source_vocab, target_vocab = _copy_task(count=6)
     for model in _translators(source_vocab, target_vocab):
@@ -293,7 +139,8 @@ def test_greedy_translate_matches_teacher_forced_argmax_one_token_at_a_time_with
 
 
 def test_train_translator_learns_the_copy_task_within_its_budget():
-    from nlpbook.translation import greedy_translate, to_tensors, train_translator, validation_loss
+    from nlpbook.parallel import to_tensors
+    from nlpbook.translation import greedy_translate, train_translator, validation_loss
 
     pairs, source_vocab, target_vocab = _copy_task(count=64)
     tensors = to_tensors(pairs, source_vocab, target_vocab)
