@@ -92,6 +92,20 @@ def autograded(out: Path, student: str, assignment: str, notebook: str) -> Path:
     return out / "course" / "autograded" / student / assignment / f"{notebook}.ipynb"
 
 
+def course_folder(tmp_path: Path, config: str = "") -> Path:
+    """An nbgrader course folder with one source notebook in ``instructor/lab`` (its config says so)."""
+    import nbformat
+
+    course = tmp_path / "course"
+    (course / "instructor" / "lab").mkdir(parents=True)
+    (course / "handins").mkdir()
+    nbformat.write(nbformat.v4.new_notebook(), course / "instructor" / "lab" / "lab.ipynb")
+    (course / "nbgrader_config.py").write_text(
+        "c = get_config()\nc.CourseDirectory.source_directory = 'instructor'\n"
+        "c.CourseDirectory.submitted_directory = 'handins'\n" + config)
+    return course
+
+
 def repository_copy(destination: Path) -> Path:
     """A copy of what grading needs from this repository (packages, solutions, exercises) at ``destination``.
 

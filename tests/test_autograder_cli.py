@@ -8,7 +8,7 @@ import sys
 import nbformat
 import pytest
 
-from conftest import autograded, run_autograder
+from conftest import autograded, course_folder, run_autograder
 from autograder.handins import write
 from attention_course import COURSE_ARGS, solved
 
@@ -131,52 +131,16 @@ def test_the_grading_command_builds_no_iri_grammar_and_still_validates_notebooks
 
 # ------------------------------------------------------------ a course graded where it lives
 
-def _course(tmp_path, config: str = ""):
-    """An nbgrader course folder with one source notebook in ``instructor/lab`` (its config says so)."""
-    course = tmp_path / "course"
-    (course / "instructor" / "lab").mkdir(parents=True)
-    (course / "handins").mkdir()
-    nbformat.write(nbformat.v4.new_notebook(), course / "instructor" / "lab" / "lab.ipynb")
-    (course / "nbgrader_config.py").write_text(
-        "c = get_config()\nc.CourseDirectory.source_directory = 'instructor'\n"
-        "c.CourseDirectory.submitted_directory = 'handins'\n" + config)
-    return course
-
-
-def test_a_course_folder_is_read_with_its_nbgrader_config(tmp_path):
-    from autograder.course import Course
-
-    course = Course.at(_course(tmp_path, "c.Execute.timeout = 7\nc.ClearHiddenTests.begin_test_delimeter = 'X'\n"
-                                         "c.LimitOutput.max_lines = 5\nc.LockCells.lock_all_cells = True\n"))
-    assert (course.sources, course.submitted) == (tmp_path / "course" / "instructor", tmp_path / "course" / "handins")
-    assert course.assignments() == ["lab"] and course.cell_timeout == 7
-    assert course.unfollowed == ("LimitOutput.max_lines",)  # the delimiters are followed; a limit is not
-    assert course.release_settings == (("ClearHiddenTests", "begin_test_delimeter", "X"),)
-    assert course.release_unfollowed == ("LockCells.lock_all_cells",)
-    # What kernels must not see: sources, hand-ins, nbgrader's graded notebooks and gradebook.
-    assert course.sources in course.private and course.submitted in course.private
-    assert tmp_path / "course" / "autograded" in course.private
-
-
-def test_this_book_s_cell_limit_follows_the_profile(monkeypatch):
-    # Its graded training takes about 10 s a cell in quick and up to 2 minutes in standard.
-    from autograder.course import Course
-
-    for profile, limit in (("quick", 180), ("standard", 600), ("full", 600)):
-        monkeypatch.setenv("NLPBOOK_PROFILE", profile)
-        assert Course.repository().cell_timeout == limit
-
-
 def test_time_limits_take_the_flag_then_the_course_then_nbgrader_s_default(tmp_path, monkeypatch):
     from autograder.cli import CELL_TIMEOUT, NOTEBOOK_TIMEOUT, _parser, _time_limits
     from autograder.course import Course
 
-    course = _course(tmp_path, "c.Execute.timeout = 7\n")
+    course = course_folder(tmp_path, "c.Execute.timeout = 7\n")
     plain = _parser().parse_args(["grade", "lab"])
     given = _parser().parse_args(["grade", "lab", "--timeout", "3", "--notebook-timeout", "40"])
     assert _time_limits(plain, Course.at(course)) == (7, NOTEBOOK_TIMEOUT)
     assert _time_limits(given, Course.at(course)) == (3, 40)
-    assert _time_limits(plain, Course.at(_course(tmp_path / "other"))) == (CELL_TIMEOUT, NOTEBOOK_TIMEOUT)
+    assert _time_limits(plain, Course.at(course_folder(tmp_path / "other"))) == (CELL_TIMEOUT, NOTEBOOK_TIMEOUT)
     monkeypatch.setenv("NLPBOOK_PROFILE", "standard")
     assert _time_limits(plain, Course.repository()) == (600, 1800)
     # check-tests has no --notebook-timeout; its cell limit is resolved the same way.
@@ -187,7 +151,7 @@ def test_time_limits_take_the_flag_then_the_course_then_nbgrader_s_default(tmp_p
 def test_a_course_folder_s_mistakes_are_named(tmp_path):
     missing = run_autograder("grade", "lab", "--course", str(tmp_path / "nope"))
     assert missing.returncode == 2 and f"--course {tmp_path / 'nope'}: no such folder" in missing.stderr
-    course = _course(tmp_path)
+    course = course_folder(tmp_path)
     unknown = run_autograder("grade", "ps9", "--course", str(course))
     assert unknown.returncode == 2 and f"{course / 'instructor' / 'ps9'} holds no source notebooks" in unknown.stderr
     assert "(known assignments: lab)" in unknown.stderr
@@ -203,7 +167,7 @@ def test_a_course_folder_s_mistakes_are_named(tmp_path):
 
 
 def test_relative_folders_are_graded_from_where_the_command_runs(tmp_path):
-    course = _course(tmp_path)
+    course = course_folder(tmp_path)
     (course / "handins" / "ada" / "lab").mkdir(parents=True)
     nbformat.write(nbformat.v4.new_notebook(), course / "handins" / "ada" / "lab" / "lab.ipynb")
     # Before, a relative --out reached nbgrader as a relative database path, which it could not open.

@@ -1,0 +1,70 @@
+"""A grading worker's job, apart from the kernels it runs (those are the grading tests' concern)."""
+import json
+
+import pytest
+
+from autograder import jobs
+from autograder.execute import STOP_KEY
+from autograder.jobs import Course, Job, Settings, last_words
+from autograder.sandbox import Limits
+
+
+def test_last_words_are_the_kernels_last_informative_lines_on_one_line():
+    console = ("Debugger warning: It seems that frozen modules are being used\n"
+               "loading the data\n\n  MemoryError  \n"
+               "[IPKernelApp] WARNING | Kernel is running over TCP\n"
+               "Killed\n"
+               "NOTE: When using the `ipython kernel` entry point, Ctrl-C will not work.\n")
+    assert last_words(console) == "loading the data | MemoryError | Killed"
+    assert last_words(console, lines=1) == "Killed"
+    assert last_words("Debugger warning\n\n") == "(nothing)"
+
+
+def test_a_course_travels_as_its_gradebook_sources_and_reference_records_only(tmp_path):
+    root = tmp_path / "course"
+    for relative in ("gradebook.db", "source/hw/hw.ipynb", "source/hw/data.txt", "reference/hw.json",
+                     "submitted/ada/hw/hw.ipynb", "autograded/ada/hw/hw.ipynb", "nbgrader_config.py"):
+        (root / relative).parent.mkdir(parents=True, exist_ok=True)
+        (root / relative).write_bytes(relative.encode())
+    course = Course.read(root, "hw")
+    # no student's work and no other course's settings go to a worker with every job
+    assert sorted(course.files) == ["gradebook.db", "reference/hw.json", "source/hw/data.txt", "source/hw/hw.ipynb"]
+    copy = tmp_path / "copy"
+    course.write(copy)
+    assert sorted(p.relative_to(copy).as_posix() for p in copy.rglob("*") if p.is_file()) == sorted(course.files)
+    assert (copy / "source/hw/data.txt").read_bytes() == b"source/hw/data.txt"
+
+
+def _autograded(stop=None):
+    return json.dumps({"metadata": {STOP_KEY: stop} if stop else {}, "cells": []}).encode()
+
+
+def test_stops_name_each_notebook_that_stopped_early_with_the_kernels_last_words_when_it_died():
+    died = {"kind": "died", "cell": 4, "message": "the kernel died while part 3 ran"}
+    timeout = {"kind": "timeout", "cell": 2, "message": "part 2 ran out of time"}
+    files = {"autograded/ada/hw/one.ipynb": _autograded(died), "autograded/ada/hw/two.ipynb": _autograded(timeout),
+             "autograded/ada/hw/three.ipynb": _autograded(),
+             "feedback/ada/hw/one.html": b"<html>", "autograded/ada/hw/data.txt": b"not a notebook"}
+    stops = jobs._stops(files, "loading\nKilled\n")
+    assert stops == {"one.ipynb": {**died, "console": "loading | Killed"}, "two.ipynb": timeout}
+
+
+def test_a_job_that_breaks_returns_a_failed_result_and_leaves_no_private_course_behind(tmp_path, monkeypatch):
+    monkeypatch.setattr(jobs, "_scratch", lambda: str(tmp_path))
+    settings = Settings(mode="none", drop_user=False, limits=Limits(), timeout=10, notebook_timeout=60)
+    # a notebook name that points into a folder the hand-in does not have: writing it fails before any kernel
+    job = Job("student", "ada", Course("hw", {"gradebook.db": b""}), settings, {"sub/hw.ipynb": b"{}"})
+    result = jobs.run(job)
+    assert not result.success and result.student == "ada"
+    assert result.message.startswith("FileNotFoundError: ") and result.seconds > 0
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("field, value", [("mode", "userns"), ("timeout", 11), ("limits", Limits(memory_mb=1))])
+def test_what_can_change_how_a_notebook_runs_is_in_the_sandboxing_key_and_nothing_else(field, value):
+    base = dict(mode="none", drop_user=False, limits=Limits(), timeout=10, notebook_timeout=60)
+    settings = Settings(**base)
+    assert Settings(**{**base, field: value}).sandboxing() != settings.sandboxing()
+    # where kernels run and what they cannot see is the same for every student: not a reason to grade again
+    elsewhere = Settings(**base, hide=["/srv/course"], zygote="/tmp/zygote.sock", env={"OMP_NUM_THREADS": "1"})
+    assert elsewhere.sandboxing() == settings.sandboxing()
