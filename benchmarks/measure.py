@@ -23,7 +23,10 @@ def gpu_name() -> str | None:
 
 def threads_each(jobs: int) -> dict[str, str]:
     """The environment of one of ``jobs`` processes run side by side: the cores shared out among
-    them, since a pool of threads as large as the machine in each would fight over the cores."""
+    them, since a pool of threads as large as the machine in each would fight over the cores.
+
+    The grader's ``autograder.pool.thread_share`` does the same; these scripts also run on a lent
+    GPU machine without Jupyter, where that module (through nbgrader's traitlets) cannot be imported."""
     if jobs <= 1:
         return {}
     threads = str(max(1, (os.cpu_count() or 1) // jobs))
