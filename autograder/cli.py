@@ -59,7 +59,8 @@ def _parser() -> argparse.ArgumentParser:
                        help="time limit per cell (default: as for grade; a training cell needs its grading time)")
     check.add_argument("--sandbox", choices=SANDBOX_MODES, default="auto", help=SANDBOX_HELP)
 
-    grade = commands.add_parser("grade", help="grade every DIR/STUDENT_ID/ASSIGNMENT/*.ipynb with nbgrader")
+    grade = commands.add_parser("grade", help="grade each student's DIR/STUDENT_ID/ASSIGNMENT/ notebooks (those "
+                                "named as in the assignment's source folder) with nbgrader")
     grade.add_argument("assignment", metavar="ASSIGNMENT",
                        help="assignment id: a folder name in solutions/ (such as 04-attention), or in the "
                             "source folder of --course (such as ps1)")
@@ -67,8 +68,8 @@ def _parser() -> argparse.ArgumentParser:
                        help=course_help.format(", cell timeout") + "; the submissions default to its submitted/ "
                             "folder, the results to DIR/graded/ASSIGNMENT")
     grade.add_argument("--submissions", type=Path, metavar="DIR",
-                       help="folder with one sub-folder per student: DIR/STUDENT_ID/ASSIGNMENT/*.ipynb "
-                            "(required without --course)")
+                       help="folder with one sub-folder per student: DIR/STUDENT_ID/ASSIGNMENT/NOTEBOOK.ipynb, "
+                            "each notebook named as in the source folder (required without --course)")
     grade.add_argument("--out", type=Path, metavar="DIR",
                        help="where the gradebook, grades.csv, parts.csv, feedback/ and grading.log go "
                             "(required without --course)")
@@ -187,7 +188,7 @@ def main(argv: list[str] | None = None) -> int:
             print(format_report(args.assignment, reports))
             return 0
 
-        from autograder.grade import grade, kernel_limits
+        from autograder.grade import check_apart, grade, kernel_limits
 
         if args.course is None and (args.submissions is None or args.out is None):
             raise CourseError("grade: give --submissions DIR and --out DIR (or --course DIR, whose submitted/ "
@@ -195,6 +196,7 @@ def main(argv: list[str] | None = None) -> int:
         submissions = args.submissions or course.submitted
         args.out = args.out or course.root / "graded" / args.assignment
         timeout, notebook_timeout = _time_limits(args, course)
+        check_apart(args.out, submissions)  # before the folder and its log are made
         args.out.mkdir(parents=True, exist_ok=True)
         _log_to(logging.DEBUG if args.verbose else logging.INFO, args.out / "grading.log")
         log.info("=== grading %s%s: submissions %s, out %s, started %s", args.assignment,

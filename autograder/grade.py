@@ -181,15 +181,21 @@ class GradingRun:
 
 # --------------------------------------------------------------------- steps
 
+def check_apart(out: Path, submissions_dir: Path) -> None:
+    """``CourseError`` unless the output folder and the submissions are apart: grading never writes
+    next to the submissions, so the command asks this before it makes ``out`` or its log."""
+    submissions, resolved = submissions_dir.resolve(), out.resolve()
+    if resolved == submissions or submissions in resolved.parents or resolved in submissions.parents:
+        raise CourseError(f"--out {out} and --submissions {submissions_dir} must not contain each other: "
+                          "grading never writes next to the submissions")
+
+
 def check_inputs(run: GradingRun) -> None:
     """The assignment and the submissions exist, no other run uses ``--out``, and no manual grade would be lost."""
     run.expected_notebooks = [path.stem for path in run.origin.source_notebooks(run.assignment)]
     if not run.submissions_dir.is_dir():
         raise CourseError(f"--submissions {run.submissions_dir}: no such folder")
-    submissions, out = run.submissions_dir.resolve(), run.out.resolve()
-    if out == submissions or submissions in out.parents or out in submissions.parents:
-        raise CourseError(f"--out {run.out} and --submissions {run.submissions_dir} must not contain each other: "
-                          "grading never writes next to the submissions")
+    check_apart(run.out, run.submissions_dir)
     run.work.mkdir(parents=True, exist_ok=True)
     run.lock = open(run.work / "lock", "a")
     try:
@@ -259,6 +265,9 @@ def find_submissions(run: GradingRun) -> None:
         where = f"{run.submissions_dir}/{entry.name}"
         if entry.is_symlink():
             run.skipped.append(f"{where}: skipped, a link is not a student folder")
+        elif not entry.is_dir() and entry.suffix.lower() in (".ipynb", ".zip"):  # a hand-in put in the wrong place
+            run.skipped.append(f"{where}: skipped, a file where a student's folder belongs (expected "
+                               f"{run.submissions_dir}/STUDENT_ID/{run.assignment}/NOTEBOOK.ipynb)")
         elif not entry.is_dir():
             log.warning("%s: skipped, not a folder (expected one folder per student)", where)
         elif not STUDENT_ID.match(entry.name):
@@ -713,10 +722,11 @@ class _Progress:
 
 
 def _flag_stopped_notebooks(submission: Submission, stops: dict[str, dict]) -> None:
-    """Say which notebooks stopped early (a kernel that died, a time limit): the score counts what ran."""
+    """Say which notebooks stopped early (a kernel that died, a time limit): the score counts what ran,
+    and a person should look, since a busy machine can cut off a correct but slow notebook."""
     for notebook, stop in sorted(stops.items()):
         reason = stop["reason"] + (f" (the kernel's console: {stop['console']})" if stop.get("console") else "")
-        submission.flag(f"{notebook} stopped early, {reason}; the cells after it were not run", review=False)
+        submission.flag(f"{notebook} stopped early, {reason}; the cells after it were not run")
 
 
 def read_scores(run: GradingRun) -> None:
@@ -745,12 +755,19 @@ def export_grades(run: GradingRun) -> None:
         writer.writerow(gradebook.CELL_GRADE_COLUMNS)
         writer.writerows(gradebook.cell_grades(run.db_url, run.assignment,
                                                [submission.student for submission in run.submissions]))
-    # What an LMS grade import (Moodle, Canvas, Blackboard) maps: an id column and one grade column.
-    with open(run.staging / "lms.csv", "w", newline="", encoding="utf-8") as handle:
+    write_lms_csv(run.staging / "lms.csv", run.assignment, run.submissions)
+
+
+def write_lms_csv(path: Path, assignment: str, submissions: list[Submission]) -> None:
+    """What an LMS grade import (Moodle, Canvas, Blackboard) maps: an id column and one grade column.
+
+    A student whose grading failed gets an empty cell, not a 0: an import then leaves their grade
+    alone until a person has looked (nbgrader's ``grades.csv`` gives them 0)."""
+    with open(path, "w", newline="", encoding="utf-8") as handle:
         writer = csv.writer(handle)
-        writer.writerow(["student_id", f"{run.assignment} (out of {run.submissions[0].max_score:g})"])
-        for submission in run.submissions:
-            writer.writerow([submission.student, f"{submission.score:g}"])
+        writer.writerow(["student_id", f"{assignment} (out of {submissions[0].max_score:g})"])
+        for submission in submissions:
+            writer.writerow([submission.student, "" if submission.status == "failed" else f"{submission.score:g}"])
 
 
 def write_report(run: GradingRun) -> None:
@@ -762,6 +779,7 @@ def write_report(run: GradingRun) -> None:
 
     warnings = [failing_on_solution(f"{run.assignment}/{notebook}", cells)
                 for notebook, cells in run.failing_on_solution.items()]
+    warnings += [f"not graded: {entry}" for entry in run.skipped]  # the NEEDS REVIEW (not graded) lines
     write(run.staging, run.assignment, run.course, run.submissions, warnings,
           hidden_delimiters(release_config(run.origin.release_settings)))
 

@@ -234,17 +234,22 @@ def missing_protections(mode: str, drop_user: bool) -> list[str]:
         missing.append("disk quota: the scratch folder is on the grader's disk (file size is still limited)")
         if not drop_user:
             missing.append("unprivileged user: the kernel runs with the grader's user id")
+            missing.append("process count limit: RLIMIT_NPROC would count all the grader's processes, so it "
+                           "is not set")
     return missing
 
 
 def memory_group_missing(mode: str) -> list[str]:
-    """The words for a missing memory control group, if mode ``root`` runs without one."""
-    if mode != "root" or memory_group_for(mode):
+    """The words for a missing memory control group: outside mode ``root``, and in it where the machine
+    lets the grader make none."""
+    if mode == "root" and memory_group_for(mode):
         return []
-    return ["memory limit for the whole sandbox: this machine lets the grader make no memory control group "
-            "(cgroup v1's memory controller, or v2 where the grader's own group gives its children the memory "
-            "controller, which a group holding processes cannot: in practice the root group), so each of a "
-            "kernel's processes is limited to --memory-mb but together they are not"]
+    why = ("only mode root makes memory control groups (a kernel of another mode could leave its group)"
+           if mode != "root" else "this machine lets the grader make no memory control group (cgroup v1's "
+           "memory controller, or v2 where the grader's own group gives its children the memory controller, "
+           "which a group holding processes cannot: in practice the root group)")
+    return [f"memory limit for the whole sandbox: {why}, so each of a kernel's processes is limited to "
+            "--memory-mb but together they are not"]
 
 
 def kill_user_processes(uid: int) -> None:

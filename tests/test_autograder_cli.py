@@ -1,6 +1,7 @@
 """The grading command's answers to bad input: a clear message naming the problem, nothing written."""
 from __future__ import annotations
 
+import html
 import sqlite3
 import subprocess
 import sys
@@ -36,6 +37,7 @@ def test_out_inside_submissions_is_refused(tmp_path):
     result = run_autograder("grade", "04-attention", "--submissions", str(tmp_path / "class"),
                             "--out", str(tmp_path / "class" / "graded"))
     assert result.returncode == 2 and "must not contain each other" in result.stderr
+    assert list((tmp_path / "class").iterdir()) == []  # not even the output folder or its log
 
 
 def test_a_gpu_the_sandboxed_kernels_cannot_reach_is_refused_before_anything_runs(tmp_path):
@@ -77,6 +79,7 @@ def test_manual_grades_are_not_replaced_without_asking(tmp_path):
     # Hand-ins in the wrong place: a misnamed notebook, a misnamed assignment folder.
     write(solved("04-attention", "attention"), classroom / "bea" / "04-attention", "attention (1)")
     write(solved("04-attention", "attention"), classroom / "cy" / "attention", "attention")
+    write(solved("04-attention", "attention"), classroom, "attention")  # no student folder at all
     first = run_autograder(*grade)
     assert first.returncode == 0, first.stderr
     assert "'bad id!' is not a usable student id" in first.stderr and "a link is not a student folder" in first.stderr
@@ -84,6 +87,9 @@ def test_manual_grades_are_not_replaced_without_asking(tmp_path):
     assert "NEEDS REVIEW (not graded)" in first.stderr.split("slowest:")[1]
     assert "NEEDS REVIEW bea: " in first.stderr and "(the folder holds attention (1).ipynb)" in first.stderr
     assert "NEEDS REVIEW cy: no 04-attention/ folder" in first.stderr and "attention/attention.ipynb" in first.stderr
+    stray = f"{classroom}/attention.ipynb: skipped, a file where a student's folder belongs"
+    assert stray in first.stderr.split("slowest:")[1]
+    assert "not graded: " + html.escape(stray) in (out / "report.html").read_text(encoding="utf-8")
     grades = (out / "grades.csv").read_text()
     assert grades.count("\n") == 4  # header + ada, bea and cy
     # Nothing entered by hand yet: grading again is safe, and grades nobody twice.

@@ -44,8 +44,13 @@ MISTAKES = {
     "scale-by-dk": ("attention", 0.0, {SDPA: [("/ math.sqrt(d_k)", "/ d_k")]}),
     "scale-by-dv": ("attention", 1.0, {SDPA: [("d_k = query.shape[-1]", "d_k = value.shape[-1]")]}),
     "scale-by-sequence-length": ("attention", 1.0, {SDPA: [("d_k = query.shape[-1]", "d_k = key.shape[-2]")]}),
-    "softmax-over-queries": ("attention", 0.0, {SDPA: [("torch.softmax(scores, dim=-1)", "torch.softmax(scores, dim=-2)")]}),
-    "nan-on-fully-masked": ("attention", 1.0, {SDPA: [("probs = probs.masked_fill(blocked, 0.0)", "pass")]}),
+    "softmax-over-queries": ("attention", 0.0, {SDPA: [("0.0), dim=-1)", "0.0), dim=-2)")]}),
+    "nan-on-fully-masked": ("attention", 1.0, {SDPA: [
+        ("torch.softmax(scores.masked_fill(blocked, 0.0), dim=-1)", "torch.softmax(scores, dim=-1)"),
+        ("probs = probs.masked_fill(blocked, 0.0)", "pass")]}),
+    # zeros in the output, NaN in the gradients: the softmax's backward pass multiplies by its NaN row
+    "guard-after-the-softmax-only": ("attention", 1.0, {SDPA: [
+        ("torch.softmax(scores.masked_fill(blocked, 0.0), dim=-1)", "torch.softmax(scores, dim=-1)")]}),
     "squeezed-batch": ("attention", 0.0, {SDPA: [("return probs @ value, probs",
                                                   "return (probs @ value).squeeze(0), probs.squeeze(0)")]}),
     "causal-hides-diagonal": ("causal", 0.0, {"causal_mask": [("diagonal=1", "diagonal=0")]}),
@@ -202,3 +207,15 @@ def test_a_notebook_too_large_to_parse_is_refused_before_it_is_read(tmp_path):
     fine = tmp_path / "fine.ipynb"
     nbformat.write(nbformat.v4.new_notebook(), fine)
     assert _unreadable(fine) is None
+
+
+def test_the_lms_export_leaves_a_failed_grading_empty_for_a_person_to_fill(tmp_path):
+    from autograder.grade import Submission, write_lms_csv
+
+    submissions = [Submission("ada", tmp_path, status="graded", score=17.0, max_score=20.0),
+                   Submission("bob", tmp_path, status="failed", max_score=20.0),  # the sandbox failed
+                   Submission("cy", tmp_path, status="missing", max_score=20.0)]  # handed nothing in
+    write_lms_csv(tmp_path / "lms.csv", ASSIGNMENT, submissions)
+    with open(tmp_path / "lms.csv", newline="", encoding="utf-8") as handle:
+        assert list(csv.reader(handle)) == [["student_id", f"{ASSIGNMENT} (out of 20)"], ["ada", "17"],
+                                            ["bob", ""], ["cy", "0"]]

@@ -21,9 +21,12 @@ from autograder.handins import solved, write
 def test_every_weaker_mode_names_what_it_does_not_protect():
     # Mode root misses only what the machine withholds: a memory control group for each kernel.
     assert sandbox.missing_protections("root", True) == sandbox.memory_group_missing("root")
-    assert any("unprivileged user" in line for line in sandbox.missing_protections("userns", False))
+    userns = sandbox.missing_protections("userns", False)
+    for words in ("unprivileged user", "process count limit", "memory limit for the whole sandbox"):
+        assert any(words in line for line in userns), words
     none = sandbox.missing_protections("none", False)
-    for words in ("network isolation", "hidden folders", "unprivileged user", "disk quota"):
+    for words in ("network isolation", "hidden folders", "unprivileged user", "disk quota", "process count limit",
+                  "memory limit for the whole sandbox"):
         assert any(words in line for line in none), words
 
 
