@@ -755,17 +755,29 @@ def export_grades(run: GradingRun) -> None:
         writer.writerow(gradebook.CELL_GRADE_COLUMNS)
         writer.writerows(gradebook.cell_grades(run.db_url, run.assignment,
                                                [submission.student for submission in run.submissions]))
-    write_lms_csv(run.staging / "lms.csv", run.assignment, run.submissions)
+    write_lms_csv(run.staging / "lms.csv", run.assignment, run.submissions,
+                  automatic_points(run.origin.source_notebooks(run.assignment)))
 
 
-def write_lms_csv(path: Path, assignment: str, submissions: list[Submission]) -> None:
-    """What an LMS grade import (Moodle, Canvas, Blackboard) maps: an id column and one grade column.
+def automatic_points(notebooks: list[Path]) -> float:
+    """The points of the source notebooks' automatically graded test cells (written answers not counted)."""
+    import nbformat
+
+    from autograder.verdicts import is_test_cell
+
+    return sum(float(cell.metadata.nbgrader.get("points", 0)) for path in notebooks
+               for cell in nbformat.read(path, as_version=4).cells if is_test_cell(cell))
+
+
+def write_lms_csv(path: Path, assignment: str, submissions: list[Submission], out_of: float) -> None:
+    """What an LMS grade import (Moodle, Canvas, Blackboard) maps: an id column and one grade column,
+    the automatic points out of ``out_of`` (the written answers are graded later, in the formgrader).
 
     A student whose grading failed gets an empty cell, not a 0: an import then leaves their grade
     alone until a person has looked (nbgrader's ``grades.csv`` gives them 0)."""
     with open(path, "w", newline="", encoding="utf-8") as handle:
         writer = csv.writer(handle)
-        writer.writerow(["student_id", f"{assignment} (out of {submissions[0].max_score:g})"])
+        writer.writerow(["student_id", f"{assignment} (out of {out_of:g})"])
         for submission in submissions:
             writer.writerow([submission.student, "" if submission.status == "failed" else f"{submission.score:g}"])
 

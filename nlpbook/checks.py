@@ -26,6 +26,7 @@ it from an ``expect_close`` of its own, or tamper with it.
 from __future__ import annotations
 
 import base64
+import contextlib
 import functools
 import importlib
 import inspect
@@ -215,6 +216,26 @@ def stand_in(original: Callable, reference: Callable) -> Callable:
         return reference(*bound.args, **bound.kwargs)
 
     return replaced
+
+
+@contextlib.contextmanager
+def forbid_autograd(what: str):
+    """Within it a backward pass (``Tensor.backward``, ``torch.autograd.backward`` or ``.grad``) raises
+    ``AssertionError``: a test of a part whose gradients are to be written by hand calls the part in it.
+
+    ``torch.inference_mode()`` alone does not do this, since code can leave it
+    (``torch.inference_mode(False)`` with ``torch.enable_grad()``) and run autograd on copies.
+    """
+    def refuse(*args, **kwargs):
+        raise AssertionError(f"{what} should compute its gradients by hand, without autograd; it called "
+                             "backward() or torch.autograd.grad")
+
+    saved = torch.Tensor.backward, torch.autograd.backward, torch.autograd.grad
+    torch.Tensor.backward = torch.autograd.backward = torch.autograd.grad = refuse
+    try:
+        yield
+    finally:
+        torch.Tensor.backward, torch.autograd.backward, torch.autograd.grad = saved
 
 
 def check_tensor(value, name: str) -> None:

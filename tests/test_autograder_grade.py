@@ -215,7 +215,14 @@ def test_the_lms_export_leaves_a_failed_grading_empty_for_a_person_to_fill(tmp_p
     submissions = [Submission("ada", tmp_path, status="graded", score=17.0, max_score=20.0),
                    Submission("bob", tmp_path, status="failed", max_score=20.0),  # the sandbox failed
                    Submission("cy", tmp_path, status="missing", max_score=20.0)]  # handed nothing in
-    write_lms_csv(tmp_path / "lms.csv", ASSIGNMENT, submissions)
+    write_lms_csv(tmp_path / "lms.csv", ASSIGNMENT, submissions, 20.0)
     with open(tmp_path / "lms.csv", newline="", encoding="utf-8") as handle:
         assert list(csv.reader(handle)) == [["student_id", f"{ASSIGNMENT} (out of 20)"], ["ada", "17"],
                                             ["bob", ""], ["cy", "0"]]
+
+
+def test_the_lms_export_is_out_of_the_automatic_points_the_written_answers_left_out():
+    from autograder.grade import automatic_points
+
+    # the course's notebook: 17 points of test cells, and written answers graded by hand besides
+    assert automatic_points([SOURCE]) == AUTO_POINTS

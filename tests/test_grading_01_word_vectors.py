@@ -50,6 +50,17 @@ class TestWordVectorsExercise(ChapterGrading):
             "            counts.index_put_((right, left), ones, accumulate=True)  # and to the left\n", "")]}),
         "documents-joined": (COOC, 0.0, {COOC: [(
             "for ids in documents:", "for ids in [torch.cat([torch.as_tensor(d, dtype=torch.long) for d in documents])]:")]}),
+        # Part 6 by autograd, out of inference mode on copies (as part 7's visible test computes it)
+        "sampling-by-autograd": (SAMPLING, 0.0, {SAMPLING: [(
+            "    batch = center.shape[0]\n    true = outside_vectors[context]",
+            "    with torch.inference_mode(False), torch.enable_grad():\n"
+            "        leaves = [t.detach().clone().requires_grad_(True) for t in (center, outside_vectors)]\n"
+            "        scores = (leaves[1][context] * leaves[0]).sum(-1)\n"
+            "        noise_scores = (leaves[1][negatives] @ leaves[0].unsqueeze(-1)).squeeze(-1)\n"
+            "        total = (-F.logsigmoid(scores) - F.logsigmoid(-noise_scores).sum(-1)).mean()\n"
+            "        total.backward()\n"
+            "    return total.detach(), leaves[0].grad, leaves[1].grad\n"
+            "    batch = center.shape[0]\n    true = outside_vectors[context]")]}),
         "pmi-not-clipped": (PPMI, 0.0, {PPMI: [("return pmi.clamp_min(0.0)", "return pmi")]}),
         "pmi-log2": (PPMI, 0.0, {PPMI: [("torch.log(counts / expected)", "torch.log2(counts / expected)")]}),
         "pmi-marginals-swapped": (PPMI, 0.0, {PPMI: [

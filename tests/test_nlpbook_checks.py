@@ -149,3 +149,26 @@ def test_load_weights_puts_a_state_in_as_float32_and_names_what_does_not_fit():
                   {**state, "extra": torch.zeros(1)}):
         with pytest.raises(ValueError, match="the weights do not fit a Linear: Error"):
             load_weights(torch.nn.Linear(3, 2), wrong, "a Linear")
+
+
+def test_forbid_autograd_refuses_a_backward_pass_even_out_of_inference_mode_and_then_allows_it():
+    from nlpbook.checks import forbid_autograd
+
+    def by_autograd(x):  # how a hand-written gradient can be dodged under inference_mode
+        with torch.inference_mode(False), torch.enable_grad():
+            leaf = x.detach().clone().requires_grad_(True)
+            (leaf ** 2).sum().backward()
+        return leaf.grad
+
+    def by_grad(x):
+        with torch.inference_mode(False), torch.enable_grad():
+            leaf = x.detach().clone().requires_grad_(True)
+            return torch.autograd.grad((leaf ** 2).sum(), leaf)[0]
+
+    x = torch.tensor([1.0, -2.0])
+    for function in (by_autograd, by_grad):
+        with torch.inference_mode(), forbid_autograd("part 6"), pytest.raises(AssertionError, match="part 6 should"):
+            function(x)
+        assert torch.equal(function(x), 2 * x)  # as before, outside it
+    with forbid_autograd("part 6"):
+        assert torch.equal(2 * x, x + x)  # plain arithmetic is fine
