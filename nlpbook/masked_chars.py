@@ -22,6 +22,7 @@ import torch.nn.functional as F
 
 from nlpbook import corpora
 from nlpbook.checks import load_weights
+from nlpbook.train import evaluates
 
 PAD, MASK = 0, 1  # the ids of padding and of a hidden character; characters start at 2
 
@@ -116,13 +117,13 @@ class MaskedCharEncoder(nn.Module):
 
 
 @torch.no_grad()
+@evaluates
 def masked_accuracy(model: nn.Module, ids: torch.Tensor, rate: float = 0.15, seed: int = 0,
                     batch_size: int = 256) -> float:
     """The share of hidden characters of ``ids`` (hidden by :func:`mask_characters` with ``seed``)
     that ``model`` puts first."""
     inputs, targets = mask_characters(ids, rate, torch.Generator().manual_seed(seed))
     right = total = 0
-    model.eval()
     for start in range(0, len(ids), batch_size):
         logits = model(inputs[start:start + batch_size])
         target = targets[start:start + batch_size]

@@ -192,7 +192,9 @@ def _cell_text(value: Any, spec: str | None) -> str:
         if spec in RUNS_FORMATS:
             raise ValueError(f"the format {spec!r} is for a column of Runs, not for the number {value!r}: "
                              "give that cell as text, written as the column's other numbers are")
-        text = format(value, spec) if spec else format(value, "g")
+        # whole numbers in full ("g" would write 4826372 as 4.82637e+06)
+        integral = isinstance(value, (int, np.integer))
+        text = format(value, spec) if spec else format(value, "d" if integral else "g")
     else:
         text = str(value)
     return text.replace("|", "\\|").replace("\n", " ")

@@ -10,6 +10,7 @@ clipping, bfloat16 on a GPU).
 """
 from __future__ import annotations
 
+import functools
 import os
 import time
 from dataclasses import dataclass, field
@@ -133,10 +134,28 @@ class StepWatch:
                 grad.fill_(float("nan"))
 
 
+def evaluates(function: Callable) -> Callable:
+    """Decorator for ``function(model, ...)``, or a method of the model: it runs with the model in eval
+    mode (no dropout) and leaves the model in the mode it found it in, so that a check made in the
+    middle of training does not switch dropout off for the rest of it."""
+    @functools.wraps(function)
+    def in_eval_mode(model, *args, **kwargs):
+        was_training = model.training
+        model.eval()
+        try:
+            return function(model, *args, **kwargs)
+        finally:
+            model.train(was_training)
+
+    return in_eval_mode
+
+
 def to_device(batch: Any, device: torch.device) -> Any:
     """Move every tensor inside a (nested) tuple, list or dict to ``device``."""
     if isinstance(batch, torch.Tensor):
         return batch.to(device)
+    if isinstance(batch, tuple) and hasattr(batch, "_fields"):  # a namedtuple takes its fields one by one
+        return type(batch)(*(to_device(item, device) for item in batch))
     if isinstance(batch, (tuple, list)):
         return type(batch)(to_device(item, device) for item in batch)
     if isinstance(batch, dict):
@@ -235,7 +254,13 @@ def train(
         return max(history.steps[-1] / steps if steps and history.steps else 0.0,
                    history.seconds / seconds if seconds else 0.0)
 
-    next_eval = 1 / evals if evals else None
+    def reached(share: int) -> bool:
+        """Has the run used ``share / evals`` of its budget?  Counted in whole steps, exactly: a sum
+        of 1 / evals drifts above the share and once left step 3 of 10 without its evaluation."""
+        return bool((steps and history.steps and history.steps[-1] * evals >= share * steps)
+                    or (seconds and history.seconds * evals >= share * seconds))
+
+    evals_passed = 0  # of the evenly spread evaluations of ``evals``, the ones whose share is used
     model.train()
     try:
         while True:
@@ -262,14 +287,14 @@ def train(
             history.step_seconds.append(time.perf_counter() - start)
             history.seconds += history.step_seconds[-1]
             done = spent() >= 1.0
-            due = (eval_every and step % eval_every == 0) or (next_eval is not None and spent() >= next_eval)
+            due = (eval_every and step % eval_every == 0) or (evals and reached(evals_passed + 1))
             if evaluate is not None and (done or due):
                 model.eval()
                 with torch.no_grad():
                     history.record_eval(step, evaluate(model), history.seconds)
                 model.train()
-                while next_eval is not None and next_eval <= spent():
-                    next_eval += 1 / evals
+                while evals and reached(evals_passed + 1):
+                    evals_passed += 1
             bar.set_postfix(loss=f"{history.loss[-1]:.3f}", refresh=False)
             bar.update()
             if done:

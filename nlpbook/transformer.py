@@ -23,6 +23,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from nlpbook.train import evaluates
+
 
 def causal_mask(length: int, device=None) -> torch.Tensor:
     """(T, T) bool: query t may attend to keys 0..t."""
@@ -125,7 +127,9 @@ class MultiHeadAttention(nn.Module):
         scores = q @ k.transpose(-2, -1) / math.sqrt(self.head_width)                   # (B, H, T, S)
         if mask is not None:
             scores = scores.masked_fill(~mask, float("-inf"))
-        probs = torch.softmax(scores, dim=-1)
+        # a query that sees no key gets zeros, as the fused path gives it (chapter 4's two-sided guard)
+        blocked = torch.isneginf(scores).all(dim=-1, keepdim=True)                      # (B, H, T, 1)
+        probs = torch.softmax(scores.masked_fill(blocked, 0.0), dim=-1).masked_fill(blocked, 0.0)
         context = self.dropout(probs) @ v                                               # (B, H, T, Dh)
         return self.merge(context), probs
 
@@ -297,6 +301,7 @@ class DecoderOnlyLM(nn.Module):
         return self.out(self.norm(x))                                                   # (B, T, V)
 
     @torch.no_grad()
+    @evaluates
     def attention_maps(self, ids) -> list[torch.Tensor]:
         """The attention weights of every layer for ``ids`` (B, T): a list of (B, H, T, T), for plots."""
         x, mask = self.inputs(ids)
@@ -308,6 +313,7 @@ class DecoderOnlyLM(nn.Module):
         return maps
 
     @torch.no_grad()
+    @evaluates
     def generate(self, ids, new_tokens: int, temperature: float = 1.0, top_k: int | None = None,
                  generator: torch.Generator | None = None, cache: bool = True):
         """Extend ``ids`` (B, T) by ``new_tokens`` sampled tokens.
@@ -317,7 +323,8 @@ class DecoderOnlyLM(nn.Module):
         the window is full it starts again from the last half of it and carries on: learned
         positions cannot slide by one token without reading the window again, so each token sees
         between half and all of the context.  ``cache=False`` reads every step's window whole, the
-        same windows, and gives the same tokens."""
+        same windows, and gives the same tokens.  It samples in eval mode (no dropout) and leaves the
+        model in the mode it found it in."""
         window = max(0, ids.shape[1] - self.context)  # where the window starts in ids
         caches = None
         for _ in range(new_tokens):
@@ -365,6 +372,9 @@ class EncoderDecoder(nn.Module):
 
     def _embed(self, table, ids, start: int = 0):                                       # (B, T) -> (B, T, D)
         """Scaled embeddings plus the positions of tokens ``start`` to ``start + T - 1``."""
+        if start + ids.shape[1] > len(self.positions):
+            raise ValueError(f"positions {start} to {start + ids.shape[1] - 1} are past the model's "
+                             f"{len(self.positions)} (max_length)")
         return self.dropout(table(ids) * math.sqrt(self.width) + self.positions[start:start + ids.shape[1]])
 
     def encode(self, source, lengths):

@@ -14,7 +14,7 @@ import torch
 from nlpbook.checks import load_weights
 from nlpbook.parallel import BOS, EOS, Pair, bible_tensors, to_tensors
 from nlpbook.seq2seq import Seq2Seq
-from nlpbook.train import History, linear_warmup, train
+from nlpbook.train import History, evaluates, linear_warmup, train
 from nlpbook.transformer import EncoderDecoder, KVCache
 
 
@@ -42,11 +42,10 @@ def teacher_forced_loss(model, source, lengths, target) -> torch.Tensor:
 
 
 @torch.no_grad()
+@evaluates
 def validation_loss(model, tensors, batch_size: int = 256) -> float:
     """Cross-entropy per target token (nats) over all pairs of ``tensors`` (from ``to_tensors``),
     the same whatever the batch size: every batch's mean is weighted by its token count."""
-    was_training = model.training
-    model.eval()
     total, tokens = 0.0, 0
     for start in range(0, len(tensors[0]), batch_size):
         source, lengths, target = _trimmed(tensors, torch.arange(start, min(start + batch_size,
@@ -54,7 +53,6 @@ def validation_loss(model, tensors, batch_size: int = 256) -> float:
         count = int((target[:, 1:] != 0).sum())
         total += teacher_forced_loss(model, source, lengths, target).item() * count
         tokens += count
-    model.train(was_training)
     return total / tokens
 
 
@@ -136,6 +134,7 @@ def train_translator(model, tensors, *, seed: int, lr: float, warmup: int = 0,
 
 
 @torch.no_grad()
+@evaluates
 def greedy_translate(model, pairs: list[Pair], source_vocab, target_vocab,
                      max_length: int = 60, cache: bool = True) -> list[tuple[str, ...]]:
     """The greedy output of ``model`` for every pair's source, decoded as one batch until every
@@ -145,8 +144,6 @@ def greedy_translate(model, pairs: list[Pair], source_vocab, target_vocab,
     ``decode`` (the Transformer) keeps each decoder layer's keys and values (``KVCache``) and reads
     only the token it wrote last, unless ``cache=False``, which re-reads the whole prefix at every
     step (the same tokens, for checking and timing)."""
-    was_training = model.training
-    model.eval()
     device = next(model.parameters()).device
     source, lengths, _ = to_tensors(pairs, source_vocab, target_vocab)
     source = source.to(device)
@@ -168,5 +165,4 @@ def greedy_translate(model, pairs: list[Pair], source_vocab, target_vocab,
         finished |= best[:, 0] == eos
         if finished.all():
             break
-    model.train(was_training)
     return [tuple(until_eos(row[1:], target_vocab)) for row in tokens.tolist()]

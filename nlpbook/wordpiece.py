@@ -5,6 +5,7 @@ uncased BERT tokenizer (``transformers``' ``BertTokenizerFast`` in Rust and
 ``BertTokenizerLegacy`` in Python, with ``do_lower_case=True``) and is tested against
 both on whole corpora:
 
+0. keep the special tokens written in the text (``[MASK]``, ``[SEP]``, ...) whole, wherever they stand;
 1. clean: drop control characters and U+FFFD, map every whitespace to a space;
 2. split CJK ideographs into words of their own;
 3. split on whitespace; lower-case each word and strip its accents (NFD, then drop
@@ -14,11 +15,13 @@ both on whole corpora:
 """
 from __future__ import annotations
 
+import re
 import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 
 SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
+_SPECIAL = re.compile("(" + "|".join(re.escape(token) for token in SPECIAL_TOKENS) + ")")
 MAX_WORD_CHARS = 100  # longer "words" (URLs, base64) are [UNK] rather than a costly search
 
 
@@ -85,14 +88,19 @@ def _split_word(word: str) -> list[str]:
 
 
 def basic_tokenize(text: str) -> list[str]:
-    """Steps 1-3: lower-cased, accent-free words with every punctuation character on its own."""
+    """Steps 0-3: the special tokens as written, and lower-cased, accent-free words with every
+    punctuation character on its own ("the [MASK] sat." -> the, [MASK], sat, .)."""
     words: list[str] = []
     done: dict[str, list[str]] = {}  # a text repeats its words: each distinct one is split once
-    for word in _clean(text).split():
-        split = done.get(word)
-        if split is None:
-            split = done[word] = _split_word(word)
-        words += split
+    for part in _SPECIAL.split(text):  # the special tokens at the odd places
+        if part in SPECIAL_TOKENS:
+            words.append(part)
+            continue
+        for word in _clean(part).split():
+            split = done.get(word)
+            if split is None:
+                split = done[word] = _split_word(word)
+            words += split
     return words
 
 

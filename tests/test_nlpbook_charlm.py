@@ -306,3 +306,10 @@ def test_race_rates_name_every_network_in_every_profile_and_follow_the_current_p
     assert race_rate("LSTM", "quick") == RACE_RATES["quick"]["LSTM"]
     with pytest.raises(KeyError):
         race_rate("GRU")
+
+
+def test_a_perplexity_needs_two_characters():
+    model = CharRNN(5, embed=4, hidden=4)
+    for ids in (torch.tensor([], dtype=torch.long), torch.tensor([3])):
+        with pytest.raises(ValueError, match="at least 2 characters"):
+            perplexity(model, ids)

@@ -110,6 +110,13 @@ def test_a_table_renders_as_a_pipe_table_with_each_cell_written_as_the_book_writ
     ]
 
 
+def test_a_whole_number_without_a_format_is_written_in_full():
+    table = Table(["n-gram", "contexts"])
+    table.add("7-gram", 4826372)
+    table.add("8-gram", np.int64(12000000))
+    assert table._repr_markdown_().splitlines()[2:] == ["| 7-gram | 4826372 |", "| 8-gram | 12000000 |"]
+
+
 def test_a_column_of_runs_can_show_the_range_or_the_seed_count_instead():
     table = Table(["model", "accuracy", "loss"], {"accuracy": "range", "loss": "seeds"})
     table.add("BERT", Runs([80.0, 82.0, 81.0], digits=1), Runs([2.5, 2.7]))

@@ -200,3 +200,19 @@ def test_length_grouped_batches_cover_the_epoch_once_and_cut_the_padding():
     assert len(length_grouped_batches(lengths[:5], 32, torch.Generator())) == 1
     with pytest.raises(ValueError, match="batch_size"):
         length_grouped_batches(lengths, 0, torch.Generator())
+
+
+@pytest.mark.parametrize("steps, evals", [(10, 10), (100, 10), (800, 5), (30, 3)])
+def test_evaluations_fall_on_the_exact_shares_of_a_budget_of_steps(steps, evals):
+    # Adding up 1 / evals drifted: 10 evaluations of 10 steps once skipped step 3, 5 of 800 came at 481.
+    history = train(tiny_lm(), lm_batches(), lm_loss, torch.optim.SGD(tiny_lm().parameters(), lr=0.0),
+                    steps=steps, evaluate=lambda model: {"seen": 1.0}, evals=evals, progress=False)
+    assert history.eval_steps == [steps * k // evals for k in range(1, evals + 1)]
+
+
+def test_a_namedtuple_batch_keeps_its_fields_on_the_device():
+    from collections import namedtuple
+
+    Pair = namedtuple("Pair", "inputs targets")
+    moved = to_device(Pair(torch.zeros(2), [torch.ones(1)]), torch.device("cpu"))
+    assert isinstance(moved, Pair) and torch.equal(moved.targets[0], torch.ones(1))

@@ -43,6 +43,14 @@ def test_basic_tokenize_lowercases_strips_accents_and_splits_punctuation():
     assert basic_tokenize("东京 ok") == ["东", "京", "ok"]
 
 
+def test_special_tokens_written_in_the_text_stay_whole_as_in_transformers(tokenizer, reference, python_reference):
+    # the fill-in-the-blank a reader tries first: "[MASK]" was cut into [, mask, ]
+    for text in ("the [MASK] sat on the mat.", "Paris is the capital of[MASK]!", "[CLS] a [SEP] b [SEP]",
+                 "an [UNK] and a [mask]"):
+        assert tokenizer.tokenize(text) == reference.tokenize(text) == python_reference.tokenize(text), text
+    assert basic_tokenize("The [MASK] sat.") == ["the", "[MASK]", "sat", "."]
+
+
 def test_read_vocab_names_the_file_when_it_is_not_a_bert_vocabulary(tmp_path):
     path = tmp_path / "vocab.txt"
     path.write_text("a\nb\n", encoding="utf-8")
