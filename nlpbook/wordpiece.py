@@ -3,7 +3,8 @@
 Chapter 6 reads it; the exercise asks for :func:`wordpiece` itself.  It follows the
 uncased BERT tokenizer (``transformers``' ``BertTokenizerFast`` in Rust and
 ``BertTokenizerLegacy`` in Python, with ``do_lower_case=True``) and is tested against
-both on whole corpora:
+both on whole corpora.  Where the two differ it is the Python one's twin: Python's ``str.lower``
+writes a word-final Greek sigma as ς, which the Rust tokenizer writes σ.
 
 0. keep the special tokens written in the text (``[MASK]``, ``[SEP]``, ...) whole, wherever they stand;
 1. clean: drop control characters and U+FFFD, map every whitespace to a space;
