@@ -43,7 +43,7 @@ def machine_line() -> str:
         model = next((line.split(":", 1)[1].strip() for line in cpuinfo.read_text().splitlines()
                       if line.startswith("model name")), model)
     memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
-    gpu = f", GPU {gpu_name()}" if torch.cuda.is_available() else ", no GPU"
+    gpu = f", GPU {name}" if (name := gpu_name()) else ", no GPU"
     return (f"{model}, {os.cpu_count()} cores, {memory:.0f} GiB{gpu}; Python {platform.python_version()}, "
             f"torch {torch.__version__}; {time.strftime('%Y-%m-%d')}")
 

@@ -36,8 +36,8 @@ SOLUTIONS = REPO / "solutions"
 def device_line() -> str:
     import torch
 
-    if torch.cuda.is_available():
-        return f"GPU: {gpu_name()} (torch {torch.__version__}, CUDA {torch.version.cuda})"
+    if name := gpu_name():
+        return f"GPU: {name} (torch {torch.__version__}, CUDA {torch.version.cuda})"
     return f"CPU only: {platform.processor() or platform.machine()}, {os.cpu_count()} cores (torch {torch.__version__})"
 
 
