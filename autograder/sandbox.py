@@ -246,8 +246,8 @@ def memory_group_missing(mode: str) -> list[str]:
         return []
     why = ("only mode root makes memory control groups (a kernel of another mode could leave its group)"
            if mode != "root" else "this machine lets the grader make no memory control group (cgroup v1's "
-           "memory controller, or v2 where the grader's own group gives its children the memory controller, "
-           "which a group holding processes cannot: in practice the root group)")
+           "memory controller, or under cgroup v2 a group of the grader's own that has the memory "
+           "controller and no other process: run the grader with `systemd-run --scope -p Delegate=yes`)")
     return [f"memory limit for the whole sandbox: {why}, so each of a kernel's processes is limited to "
             "--memory-mb but together they are not"]
 
@@ -528,8 +528,8 @@ def memory_group_parent() -> str:
 
     It is the folder of the grader's own group, so that every limit above the grader
     (a container's) still holds for its kernels.  With cgroup v1 any such folder of the
-    memory controller will do; with v2 the grader's group must already give its children
-    the memory controller, which cannot be switched on while the group holds processes.
+    memory controller will do; with v2 the grader's group must give its children the memory
+    controller (:func:`memory_for_children`).
     """
     if os.geteuid() != 0:
         return ""
@@ -545,13 +545,41 @@ def memory_group_parent() -> str:
             if path is None or not (path + "/").startswith(fields[3].rstrip("/") + "/"):
                 continue  # this process's group is not inside what the mount shows
             folder = Path(fields[4], os.path.relpath(path, fields[3]))
-            if version == 2 and "memory" not in (folder / "cgroup.subtree_control").read_text().split():
+            if not (folder.is_dir() and os.access(folder, os.W_OK)):
                 continue
-            if folder.is_dir() and os.access(folder, os.W_OK):
-                return str(folder.resolve())
+            if version == 2 and not memory_for_children(folder, os.getpid()):
+                continue
+            return str(folder.resolve())
     except (OSError, ValueError, IndexError):
         pass
     return ""
+
+
+GRADER_GROUP = "nlpbook-grader"  # the leaf the grader moves into under cgroup v2
+
+
+def memory_for_children(folder: Path, pid: int) -> bool:
+    """Whether the cgroup v2 group ``folder``, the grader's own, gives its children the memory
+    controller, switching it on where cgroup v2 allows.
+
+    v2 lets a group hand a controller to its children only if the group has it itself (its
+    parent delegates it: a systemd unit with ``Delegate=yes``, or the root group) and holds no
+    process: a group with children under a controller may not hold processes of its own. So
+    where the grader (``pid``) is the group's only process, it moves into a leaf group of its
+    own, ``nlpbook-grader``, and then switches the controller on, as systemd asks of a service it
+    delegates a group to.  A group shared with other processes (a login shell's) is left as it is.
+    """
+    if "memory" in (folder / "cgroup.subtree_control").read_text().split():
+        return True
+    if "memory" not in (folder / "cgroup.controllers").read_text().split():
+        return False
+    if (folder / "cgroup.procs").read_text().split() != [str(pid)]:
+        return False
+    leaf = folder / GRADER_GROUP
+    leaf.mkdir(exist_ok=True)
+    (leaf / "cgroup.procs").write_text(str(pid))
+    (folder / "cgroup.subtree_control").write_text("+memory")
+    return True
 
 
 def memory_group_for(mode: str) -> str:

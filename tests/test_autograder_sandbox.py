@@ -127,6 +127,40 @@ def test_a_memory_group_holds_a_process_and_everything_it_starts_to_one_limit():
     assert not group.folder.exists()
 
 
+def _v2_group(folder, controllers, enabled, procs):
+    """A stand-in for a cgroup v2 group's files (the kernel's own checks are not imitated)."""
+    folder.mkdir()
+    (folder / "cgroup.controllers").write_text(" ".join(controllers) + "\n")
+    (folder / "cgroup.subtree_control").write_text(" ".join(enabled) + "\n")
+    (folder / "cgroup.procs").write_text("".join(f"{pid}\n" for pid in procs))
+    return folder
+
+
+def test_under_cgroup_v2_a_grader_alone_in_its_group_moves_to_a_leaf_and_delegates_memory(tmp_path):
+    group = _v2_group(tmp_path / "grading.scope", ["cpu", "memory", "pids"], [], [4321])
+    assert sandbox.memory_for_children(group, 4321)
+    # the process first, then the controller: a group holding a process may not hand one on
+    assert (group / sandbox.GRADER_GROUP / "cgroup.procs").read_text() == "4321"
+    assert (group / "cgroup.subtree_control").read_text() == "+memory"
+
+
+@pytest.mark.parametrize("controllers, procs, why", [
+    (["cpu", "memory"], [4321, 77], "a login shell shares the group"),
+    (["cpu", "pids"], [4321], "the parent does not delegate the memory controller"),
+])
+def test_under_cgroup_v2_a_group_the_grader_cannot_own_is_left_as_it_is(tmp_path, controllers, procs, why):
+    group = _v2_group(tmp_path / "session.scope", controllers, [], procs)
+    assert not sandbox.memory_for_children(group, 4321), why
+    assert not (group / sandbox.GRADER_GROUP).exists()
+    assert (group / "cgroup.subtree_control").read_text() == "\n"
+
+
+def test_under_cgroup_v2_a_group_that_already_delegates_memory_is_used_as_it_is(tmp_path):
+    group = _v2_group(tmp_path / "grading.service", ["memory"], ["memory"], [])
+    assert sandbox.memory_for_children(group, 4321)
+    assert not (group / sandbox.GRADER_GROUP).exists()
+
+
 def test_a_sandbox_that_cannot_start_a_kernel_is_a_clear_error(tmp_path):
     from autograder import grade as grading
     from autograder.course import CourseError
