@@ -126,7 +126,8 @@ def _log_to(stream_level: int, file: Path | None = None) -> None:
     console.setFormatter(logging.Formatter("%(levelname)-7s %(message)s"))
     root.addHandler(console)
     if file is not None:
-        handler = logging.FileHandler(file, mode="a", encoding="utf-8")
+        # errors: a hand-in's file name need not be UTF-8 (Python keeps its bytes as surrogates)
+        handler = logging.FileHandler(file, mode="a", encoding="utf-8", errors="backslashreplace")
         handler.setLevel(logging.DEBUG)
         handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)-7s %(message)s"))
         root.addHandler(handler)

@@ -72,10 +72,15 @@ def _problem(member: zipfile.ZipInfo) -> str | None:
         return "an absolute path"
     if ".." in path.parts:
         return "a path that climbs out with '..'"
+    if not path.parts or path.parts == (".",):
+        return "a name with no file in it"
+    if member.flag_bits & 0x1:
+        return "encrypted"
     mode = member.external_attr >> 16
     if stat.S_ISLNK(mode):
         return "a symbolic link"
-    if mode and not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+    # no file type at all (Python's ZipFile.writestr writes 0o600 alone) is an ordinary file
+    if stat.S_IFMT(mode) and not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
         return "not a regular file"
     return None
 
@@ -87,9 +92,22 @@ def check_zip(archive: zipfile.ZipFile, where: Path) -> None:
         raise CourseError(f"{where}: {len(members)} members, more than {MAX_MEMBERS}")
     if sum(m.file_size for m in members) > MAX_BYTES:
         raise CourseError(f"{where}: unpacks to more than {MAX_BYTES >> 30} GiB")
+    files, folders = {}, set()
     for member in members:
         if problem := _problem(member):
             raise CourseError(f"{where}: member {member.filename!r} is {problem}; nothing was unpacked")
+        path = PurePosixPath(member.filename.replace("\\", "/"))
+        if member.is_dir():
+            folders.add(path)
+            continue
+        if path in files:  # also "a/b" beside "a\\b"
+            raise CourseError(f"{where}: members {files[path]!r} and {member.filename!r} would both be {path}; "
+                              "nothing was unpacked")
+        files[path] = member.filename
+        folders.update(path.parents)
+    if clash := next((path for path in files if path in folders), None):
+        raise CourseError(f"{where}: member {files[clash]!r} is a file where other members need a folder; "
+                          "nothing was unpacked")
 
 
 def extract_zip(zip_path: Path, out: Path, assignment: str | None = None, pattern: str = CANVAS) -> list[Path]:
@@ -122,6 +140,9 @@ def extract_zip(zip_path: Path, out: Path, assignment: str | None = None, patter
                     shutil.copyfileobj(source, sink)
                 written.append(out / target.relative_to(staging))
             staging.rename(out)
+        except (OSError, zipfile.BadZipFile) as error:  # a damaged member (its CRC), a full disk
+            shutil.rmtree(staging, ignore_errors=True)
+            raise CourseError(f"{zip_path}: member {member.filename!r}: {error}; nothing was unpacked") from None
         except BaseException:
             shutil.rmtree(staging, ignore_errors=True)
             raise

@@ -202,20 +202,44 @@ def check_inputs(run: GradingRun) -> None:
         fcntl.flock(run.lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError:
         raise CourseError(f"{run.out}: another grading run is using this folder; wait for it to finish") from None
+    finish_interrupted_publish(run.out)
     for stale in run.out.glob(".staging-*"):  # left by a run that was killed
         shutil.rmtree(stale, ignore_errors=True)
-    where = run.db or gradebook.url(run.out / "course")
-    if run.replace or (run.db is None and not (run.out / "course").exists()):
-        return  # nothing there to lose, or the instructor said to discard it
-    if others := gradebook.other_assignments(where, run.assignment):
-        raise CourseError(
-            f"{where.split('@')[-1]} holds the grades of {', '.join(others)}; a run grades one assignment and "
-            f"publishes a gradebook of that one alone, which would drop them. Grade each assignment into a folder "
-            f"(and database) of its own, such as --out graded/{run.assignment}, or pass --replace to discard them.")
+    if run.replace:
+        return  # the instructor said to discard what is there
+    for where in published_gradebooks(run):
+        if others := gradebook.other_assignments(where, run.assignment):
+            raise CourseError(
+                f"{where.split('@')[-1]} holds the grades of {', '.join(others)}; a run grades one assignment and "
+                f"publishes a gradebook of that one alone, which would drop them. Grade each assignment into a "
+                f"folder (and database) of its own, such as --out graded/{run.assignment}, or pass --replace to "
+                "discard them.")
+        _refuse_manual_grades(where, "grading again would replace them")
+
+
+def published_gradebooks(run: GradingRun) -> list[str]:
+    """The gradebooks a run's publishing replaces: ``--db``'s, and the one an earlier run left in
+    ``--out`` (a run with ``--db`` into a folder that an earlier run without it filled replaces both)."""
+    places = [run.db] if run.db else []
+    if (run.out / "course" / "gradebook.db").is_file():
+        places.append(gradebook.url(run.out / "course"))
+    return places
+
+
+def _refuse_manual_grades(where: str, why: str) -> None:
     if manual := gradebook.manual_entries(where):
         raise CourseError(
-            f"{where.split('@')[-1]} holds {manual} manual grade(s) or comment(s) for this course; grading again "
-            "would replace them. Choose a new --out folder (and database), or pass --replace to discard them.")
+            f"{where.split('@')[-1]} holds {manual} manual grade(s) or comment(s) for this course; {why}. "
+            "Choose a new --out folder (and database), or pass --replace to discard them.")
+
+
+def check_no_grades_entered_meanwhile(run: GradingRun) -> None:
+    """Just before publishing, the check of :func:`check_inputs` again: a teaching assistant may have
+    entered grades in the formgrader while this run graded (nothing is published then)."""
+    if not run.replace:
+        for where in published_gradebooks(run):
+            _refuse_manual_grades(where, "they were entered while this run graded, and publishing would "
+                                         "replace them (nothing was published)")
 
 
 def set_up_sandbox(run: GradingRun) -> None:
@@ -338,12 +362,26 @@ def _unreadable(path: Path) -> str | None:
         notebook = nbformat.reads(text, as_version=4)
         nbformat.validate(notebook)
     except Exception as error:  # json and nbformat raise many kinds
-        return f"not a valid notebook ({type(error).__name__}: {str(error).splitlines()[0][:200]})"
+        return f"not a valid notebook ({_version_problem(text) or first_line(error)[:200]})"
+    return None
+
+
+def _version_problem(text: str) -> str | None:
+    """What is wrong with a notebook's version numbers, which nbformat checks by a bare assert."""
+    try:
+        fields = json.loads(text)
+    except ValueError:
+        return None
+    for key in ("nbformat", "nbformat_minor") if isinstance(fields, dict) else ():
+        if type(fields.get(key)) is not int:
+            return f'"{key}" is {json.dumps(fields.get(key))[:40]}, not a whole number'
     return None
 
 
 def _sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+    """The file's hash, read a block at a time: a hand-in may hold a file of any size."""
+    with open(path, "rb") as handle:
+        return hashlib.file_digest(handle, "sha256").hexdigest()
 
 
 def _files_of(run: GradingRun):
@@ -639,8 +677,9 @@ def grade_submissions(run: GradingRun) -> None:
         for submission in run.handed_in():
             notebooks = {path.name: path.read_bytes() for path in submission.handed_in_files()}
             keys[submission.student] = key = _digest([*grading_terms, submission.student, *_flat(notebooks)])
-            if (results / key).exists() and not run.regrade:
-                _merge(run, database, submission, pickle.loads((results / key).read_bytes()), reused=True)
+            saved = None if run.regrade else _saved_result(results / key)
+            if saved is not None:
+                _merge(run, database, submission, saved, reused=True)
             else:
                 todo.append(jobs.Job("student", submission.student, course, settings, notebooks))
         by_student = {s.student: s for s in run.submissions}
@@ -652,12 +691,30 @@ def grade_submissions(run: GradingRun) -> None:
                 submission = by_student[result.student]
                 if result.success:  # failures are not saved: the next run tries them again
                     temporary = results / f".{keys[result.student]}.{os.getpid()}"
-                    temporary.write_bytes(pickle.dumps(result))
+                    with open(temporary, "wb") as handle:  # on the disk before its name is
+                        handle.write(pickle.dumps(result))
+                        handle.flush()
+                        os.fsync(handle.fileno())
                     os.replace(temporary, results / keys[result.student])
                 _merge(run, database, submission, result)
                 progress.done(submission)
     finally:
         database.dispose()
+
+
+def _saved_result(path: Path) -> jobs.Result | None:
+    """An earlier run's result for a hand-in, or ``None`` where there is none to trust: a result cut
+    short (a machine that stopped while writing it) is removed, and the hand-in graded again."""
+    if not path.exists():
+        return None
+    try:
+        result = pickle.loads(path.read_bytes())
+    except Exception as error:  # truncated or damaged: EOFError, UnpicklingError and others
+        log.warning("%s: a saved result that cannot be read (%s); grading that hand-in again",
+                    path, first_line(error)[:200])
+        path.unlink(missing_ok=True)
+        return None
+    return result if isinstance(result, jobs.Result) else None
 
 
 def _merge(run: GradingRun, database, submission: Submission, result: jobs.Result, reused: bool = False) -> None:
@@ -813,20 +870,58 @@ def check_submissions_unchanged(run: GradingRun) -> None:
         raise CourseError("submissions changed during grading (nothing was published): " + ", ".join(changed))
 
 
+PUBLISHING = ".publishing"  # in --out while publish() swaps the results: its phase, "aside" or "in"
+
+
 def publish(run: GradingRun) -> None:
-    """Move the complete results from the staging folder into ``--out``, replacing earlier ones."""
+    """Move the complete results from the staging folder into ``--out``, replacing earlier ones.
+
+    The files move by renames, journaled in :data:`PUBLISHING`: the earlier results set aside,
+    then the new ones moved in, and only then the slow removal of the earlier ones. A run that
+    is stopped in the middle leaves the journal, and the next run puts the earlier results back
+    (:func:`finish_interrupted_publish`): ``--out`` holds one run's results, never a mix.
+    """
+    journal = run.out / PUBLISHING
+    _write_synced(journal, "aside")
     for name in PUBLISHED:
-        target = run.out / name
-        previous = run.out / f".previous-{name}"
-        if previous.exists():
-            _remove(previous)
-        if target.exists():
-            target.rename(previous)
-        (run.staging / name).rename(target)
-        if previous.exists():
-            _remove(previous)
+        if (run.out / name).exists():
+            (run.out / name).rename(run.out / f".previous-{name}")
+    _write_synced(journal, "in")
+    for name in PUBLISHED:
+        (run.staging / name).rename(run.out / name)
+    journal.unlink()
+    for name in PUBLISHED:
+        if (run.out / f".previous-{name}").exists():
+            _remove(run.out / f".previous-{name}")
     shutil.rmtree(run.staging)
     run.staging = None
+
+
+def finish_interrupted_publish(out: Path) -> None:
+    """Put back the results a stopped :func:`publish` had set aside, or remove them where it had
+    finished moving the new ones in."""
+    journal = out / PUBLISHING
+    if journal.exists():
+        # Setting aside, every result in place is an earlier one; moving in, every one is new.
+        moving_in = journal.read_text(encoding="utf-8").strip() == "in"
+        for name in PUBLISHED:
+            if moving_in and (out / name).exists():
+                _remove(out / name)
+            if (out / f".previous-{name}").exists():
+                (out / f".previous-{name}").rename(out / name)
+        journal.unlink()
+        log.warning("%s: a grading run stopped while publishing; the results of the run before it are back",
+                    out)
+    for name in PUBLISHED:
+        if (out / f".previous-{name}").exists():
+            _remove(out / f".previous-{name}")  # a run stopped while removing them, its results complete
+
+
+def _write_synced(path: Path, text: str) -> None:
+    with open(path, "w", encoding="utf-8") as handle:
+        handle.write(text)
+        handle.flush()
+        os.fsync(handle.fileno())
 
 
 def _remove(path: Path) -> None:
@@ -876,6 +971,7 @@ STEPS: list[Callable[[GradingRun], None]] = [
     export_grades,
     write_report,
     check_submissions_unchanged,
+    check_no_grades_entered_meanwhile,
     publish_database,
     publish,
     summarize,

@@ -165,11 +165,13 @@ def export_csv(database: str, assignment: str, path: Path) -> None:
         CsvExportPlugin(to=str(path), assignment=[assignment]).export(gradebook)
 
 
-def student_rows(database: Path) -> dict[str, list[dict]]:
-    """The rows of :data:`STUDENT_TABLES` in a worker's private gradebook: all of them are its one student's.
+def student_rows(database: Path, student: str) -> dict[str, list[dict]]:
+    """The rows of :data:`STUDENT_TABLES` in a worker's private gradebook, all of them ``student``'s.
 
-    The course a job carries is read before any result is merged, so its gradebook has
-    no submission rows; whatever the private copy holds, autograde wrote for this student.
+    The course a job carries is read before any result is merged, so its gradebook has no
+    submission rows, and autograde writes only this student's. A row of anyone else (a kernel
+    of the weakest sandbox runs as the grader's user and could write the file) is refused with
+    ``ValueError``: merged, it would change another student's grade.
     """
     import sqlalchemy
     from nbgrader.api import Base
@@ -177,10 +179,20 @@ def student_rows(database: Path) -> dict[str, list[dict]]:
     engine = sqlalchemy.create_engine(f"sqlite:///{database}")
     try:
         with engine.connect() as connection:
-            return {name: [dict(row) for row in connection.execute(Base.metadata.tables[name].select()).mappings()]
+            rows = {name: [dict(row) for row in connection.execute(Base.metadata.tables[name].select()).mappings()]
                     for name in STUDENT_TABLES}
     finally:
         engine.dispose()
+    assignments = {row["id"] for row in rows["submitted_assignment"] if row["student_id"] == student}
+    notebooks = {row["id"] for row in rows["submitted_notebook"] if row["assignment_id"] in assignments}
+    own = {"submitted_assignment": len(assignments), "submitted_notebook": len(notebooks),
+           "grade": sum(row["notebook_id"] in notebooks for row in rows["grade"]),
+           "comment": sum(row["notebook_id"] in notebooks for row in rows["comment"])}
+    others = [name for name in STUDENT_TABLES if own[name] != len(rows[name])]
+    if others:
+        raise ValueError(f"the grading's gradebook holds rows of another student than {student} "
+                         f"(in {', '.join(others)})")
+    return rows
 
 
 def merge_rows(engine, rows: dict[str, list[dict]]) -> None:

@@ -228,8 +228,12 @@ def _grade(job: Job, root: Path) -> Result:
         for path in sorted(folder.rglob("*")) if folder.is_dir() else []:
             if path.is_file():
                 files[path.relative_to(root).as_posix()] = path.read_bytes()
+    try:
+        rows = gradebook.student_rows(root / "gradebook.db", job.student)
+    except ValueError as error:
+        return Result(job.student, False, f"not graded: {error}", log)
     return Result(job.student, True, message, log + (feedback.get("log") or ""), files,
-                  gradebook.student_rows(root / "gradebook.db"), stops=_stops(files, console), peak_mb=peak_mb)
+                  rows, stops=_stops(files, console), peak_mb=peak_mb)
 
 
 def _stops(files: dict[str, bytes], console: str) -> dict[str, dict]:

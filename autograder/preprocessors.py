@@ -70,6 +70,10 @@ class ForgetForgedCells(NbGraderPreprocessor):
         return super().preprocess(nb, resources)
 
     def preprocess_cell(self, cell, resources, cell_index):
+        if not isinstance(cell.metadata.get("nbgrader", {}), dict):  # nbformat lets "nbgrader": "x" pass
+            self.log.warning("cell %d: nbgrader metadata that is not a mapping; graded as an ordinary cell",
+                             cell_index)
+            del cell.metadata["nbgrader"]
         grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
         if "nbgrader" in cell.metadata and (grade_id not in self._known or grade_id in self._seen):
             self.log.warning("cell %d: nbgrader id %r %s; graded as an ordinary cell", cell_index, grade_id,
@@ -180,13 +184,17 @@ def scrub(text: str, lines: set[str]) -> str:
 class DisarmOutputs(NbGraderPreprocessor):
     """Keep nothing in the feedback that a browser would run: the outputs are the student's code's.
 
-    JavaScript and widget outputs are dropped; HTML and SVG (which can carry scripts and event
-    handlers) give way to the plain-text or PNG form IPython sends beside them, or, alone, are
-    shown as text. Images, plain text and LaTeX stay as they are.
+    JavaScript and widget outputs are dropped; HTML, SVG and Mermaid (which nbconvert writes
+    into the page unescaped) give way to the plain-text or PNG form IPython sends beside them,
+    or, alone, are shown as text. Images, plain text and LaTeX stay as they are. An output's
+    metadata keeps only an image's whole-number width and height: nbconvert writes those into
+    the ``<img>`` tag without quotes (a width of ``1 onerror=...`` adds an event handler), and
+    takes an image's address from ``filenames``.
     """
 
     DROPPED = ("application/javascript", "text/javascript", "application/vnd.jupyter.widget-view+json")
-    ACTIVE = ("text/html", "image/svg+xml")
+    ACTIVE = ("text/html", "image/svg+xml", "text/vnd.mermaid")
+    IMAGES = ("image/png", "image/jpeg")
 
     def preprocess(self, nb, resources):
         nb.metadata.pop("widgets", None)  # the page would write the widgets' saved state out as it is
@@ -194,6 +202,8 @@ class DisarmOutputs(NbGraderPreprocessor):
 
     def preprocess_cell(self, cell, resources, cell_index):
         for output in cell.get("outputs", []) if cell.cell_type == "code" else []:
+            if "metadata" in output:
+                output["metadata"] = self.image_sizes(output["metadata"])
             data = output.get("data")
             if not data:
                 continue
@@ -207,6 +217,18 @@ class DisarmOutputs(NbGraderPreprocessor):
             if not data:
                 data["text/plain"] = "[an output the feedback does not show]"
         return cell, resources
+
+    @classmethod
+    def image_sizes(cls, metadata) -> dict:
+        """Of an output's metadata, the images' sizes that are whole numbers, and nothing else."""
+        kept = {}
+        for mime in cls.IMAGES:
+            given = metadata.get(mime) if isinstance(metadata, dict) else None
+            sizes = {key: value for key, value in (given.items() if isinstance(given, dict) else ())
+                     if key in ("width", "height") and type(value) is int and value >= 0}
+            if sizes:
+                kept[mime] = sizes
+        return kept
 
 
 class ScrubHiddenTests(NbGraderPreprocessor):

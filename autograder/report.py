@@ -154,5 +154,6 @@ def write_report(folder: Path, assignment: str, course: Path, submissions, warni
                            for source in sorted((course / "source" / assignment).glob("*.ipynb"))))
     checks = failed_checks(course / "autograded", assignment, secret)
     path.write_text(render(assignment, parts(folder / "parts.csv"), checks, submissions,
-                           [_without(warning, secret) for warning in warnings]), encoding="utf-8")
+                           [_without(warning, secret) for warning in warnings]), encoding="utf-8",
+                    errors="backslashreplace")  # a file name not in UTF-8 keeps its odd bytes as \xff
     return path

@@ -201,7 +201,7 @@ class TrustedVerdicts(NbGraderPreprocessor):
             # A plain nbgrader test (asserts, or a number for partial credit), or one that fails on
             # the instructor's solution: nbgrader's own rules, as trustworthy as the kernel's report
             # of its errors (documented as weaker).
-            cell.outputs = _no_free_credit(_not_the_grader_s(cell.outputs))
+            cell.outputs = _no_free_credit(_not_the_grader_s(cell.outputs), cell.metadata.nbgrader.get("points", 0))
             if hidden:
                 cell.outputs = _hidden_outputs(cell.outputs)
             return cell, resources
@@ -260,13 +260,14 @@ def partial_credit(output) -> float | None:
         return None
 
 
-def _no_free_credit(outputs) -> list:
-    """``outputs`` with a partial-credit number that is NaN or negative made 0: nbgrader gives such
-    a number the cell's full points, and a test's last expression can depend on the student's code."""
+def _no_free_credit(outputs, points: float) -> list:
+    """``outputs`` with a partial-credit number outside 0 to ``points`` made 0: nbgrader gives NaN
+    or a negative number the cell's full points and stops the whole notebook on one above them
+    (infinity among them), and a test's last expression can depend on the student's code."""
     for output in outputs:
         if output.output_type == "execute_result":
             credit = partial_credit(output)
-            if credit is not None and not credit >= 0:
+            if credit is not None and not 0 <= credit <= points:
                 output["data"] = {"text/plain": "0.0"}
     return outputs
 

@@ -108,6 +108,9 @@ def test_manual_grades_are_not_replaced_without_asking(tmp_path):
     refused = run_autograder(*grade)
     assert refused.returncode == 2 and "holds 1 manual grade(s) or comment(s)" in refused.stderr
     assert (out / "grades.csv").read_text() == grades
+    # Publishing into a database instead would replace the folder's gradebook, and the comment with it.
+    into_database = run_autograder(*grade, "--db", f"sqlite:///{tmp_path / 'empty.db'}")
+    assert into_database.returncode == 2 and "holds 1 manual grade(s) or comment(s)" in into_database.stderr
     third = run_autograder(*grade, "--replace")
     assert third.returncode == 0 and (out / "grades.csv").read_text().count("\n") == 4
     assert nbformat.read(autograded(out, "ada", "04-attention", "attention"), as_version=4)

@@ -46,6 +46,34 @@ def test_a_hostile_member_stops_everything_and_names_itself(tmp_path, name, mode
     assert not (tmp_path / "out").exists() and not (tmp_path / "evil").exists()
 
 
+@pytest.mark.parametrize("members, problem", [
+    ([("ada/a.ipynb", "1", REGULAR), ("ada/a.ipynb", "2", REGULAR)], "would both be ada/a.ipynb"),
+    ([("ada/a.ipynb", "1", REGULAR), ("ada\\a.ipynb", "2", REGULAR)], "would both be ada/a.ipynb"),
+    ([("ada/04", "1", REGULAR), ("ada/04/a.ipynb", "2", REGULAR)], "'ada/04' is a file where other members need"),
+    ([(".", "1", REGULAR)], "a name with no file in it"),
+])
+@pytest.mark.filterwarnings("ignore:Duplicate name")  # zipfile warns as the test writes the archive
+def test_members_that_cannot_all_be_written_stop_it_before_anything_is(tmp_path, members, problem):
+    # These unpacked until the second member, then raised FileExistsError naming a temporary folder.
+    archive = _zip(tmp_path / "class.zip", members)
+    with pytest.raises(CourseError, match=problem):
+        extract_zip(archive, tmp_path / "out" / "submissions")
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_member_with_no_file_type_is_an_ordinary_file_and_a_damaged_one_is_named(tmp_path):
+    plain = tmp_path / "plain.zip"
+    with zipfile.ZipFile(plain, "w") as archive:
+        archive.writestr("ada/04-attention/attention.ipynb", "{}")  # mode 0o600, no file type
+    assert len(extract_zip(plain, tmp_path / "plain")) == 1
+    damaged = tmp_path / "damaged.zip"
+    data = plain.read_bytes()
+    damaged.write_bytes(data.replace(b"{}", b"{!", 1))  # the stored bytes no longer match their CRC
+    with pytest.raises(CourseError, match=r"damaged.zip: member 'ada/04-attention/attention.ipynb': Bad CRC-32"):
+        extract_zip(damaged, tmp_path / "damaged")
+    assert not (tmp_path / "damaged").exists() and not list(tmp_path.glob(".collect-*"))
+
+
 def test_the_command_reports_a_bad_zip_and_exits_2(tmp_path):
     archive = _zip(tmp_path / "class.zip", [("../x", "x", REGULAR)])
     result = run_autograder("collect", str(archive), "--out", str(tmp_path / "submissions"))

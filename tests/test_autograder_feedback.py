@@ -82,3 +82,27 @@ def test_a_students_html_runs_in_no_readers_browser():
     assert "<script>stolen" not in page and 'onerror="stolen()"' not in page and "onload='stolen()'" not in page
     assert "stolen()</script>" not in page and "<em>emphasis</em>" in page and "&lt;HTML object&gt;" in page
     assert _tags(page, f'src="data:image/png;base64,{PIXEL[:20]}') == 1  # the PNG beside an SVG stays
+
+
+def test_an_outputs_metadata_and_mermaid_add_no_attribute_or_tag_to_the_page():
+    # nbconvert writes an image's width and height unquoted into its tag, its address from
+    # "filenames", and a Mermaid output unescaped: each would put the student's HTML in the page.
+    from autograder.preprocessors import DisarmOutputs
+
+    notebook = _notebook()
+    notebook.cells[1].outputs = [
+        new_output("display_data", data={"image/png": PIXEL},
+                   metadata={"image/png": {"width": "1 onerror=stolen()", "height": 7},
+                             "filenames": {"image/png": "https://tracker.example/pixel.png"}}),
+        new_output("display_data", data={"image/jpeg": PIXEL},
+                   metadata={"image/jpeg": {"width": 12, "height": True, "unconfined": "x onload=stolen()"}}),
+        new_output("display_data", data={"text/vnd.mermaid": "</pre><img src=x onerror=stolen()>"}),
+    ]
+    for cell in notebook.cells:
+        DisarmOutputs().preprocess_cell(cell, {}, 0)
+    page, _ = FeedbackExporter().from_notebook_node(notebook)
+    assert not re.search(r"<[^>]*onerror", page) and "tracker.example" not in page
+    assert "&lt;/pre&gt;&lt;img src=x onerror=stolen()&gt;" in page  # the Mermaid, as text
+    assert "height=7" in page and "width=12" in page  # whole-number sizes stay
+    assert [output.metadata for output in notebook.cells[1].outputs] == [
+        {"image/png": {"height": 7}}, {"image/jpeg": {"width": 12}}, {}]

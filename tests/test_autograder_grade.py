@@ -12,6 +12,7 @@ from __future__ import annotations
 import csv
 import hashlib
 import html
+import json
 import re
 from pathlib import Path
 
@@ -207,6 +208,130 @@ def test_a_notebook_too_large_to_parse_is_refused_before_it_is_read(tmp_path):
     fine = tmp_path / "fine.ipynb"
     nbformat.write(nbformat.v4.new_notebook(), fine)
     assert _unreadable(fine) is None
+
+
+@pytest.mark.parametrize("fields, why", [
+    ({"nbformat": 4.0}, '"nbformat" is 4.0, not a whole number'),
+    ({"nbformat_minor": "5"}, '"nbformat_minor" is "5", not a whole number'),
+    ({"cells": "none"}, "ValidationError: The notebook is invalid and is missing an expected key: "
+                         "'str' object has no attribute 'get'"),
+])
+def test_a_notebook_nbformat_cannot_validate_is_named_with_its_fault(tmp_path, fields, why):
+    # nbformat checks the version numbers with a bare assert, whose message is empty: the whole
+    # class stopped on an IndexError that named no file.
+    from autograder.grade import _unreadable
+
+    path = tmp_path / "attention.ipynb"
+    path.write_text(json.dumps({"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": [], **fields}))
+    assert _unreadable(path) == f"not a valid notebook ({why})"
+
+
+def test_a_hand_ins_file_is_hashed_a_block_at_a_time(tmp_path, monkeypatch):
+    from autograder.grade import _sha256
+
+    path = tmp_path / "model.pt"
+    path.write_bytes(b"x" * (3 << 20))
+    monkeypatch.setattr(Path, "read_bytes", lambda self: pytest.fail("read whole"))
+    assert _sha256(path) == hashlib.sha256(b"x" * (3 << 20)).hexdigest()
+
+
+def test_a_saved_result_cut_short_is_graded_again_not_a_stop_for_every_rerun(tmp_path, caplog):
+    import pickle
+
+    from autograder import jobs
+    from autograder.grade import _saved_result
+
+    whole = pickle.dumps(jobs.Result("ada", True, "graded"))
+    (tmp_path / "good").write_bytes(whole)
+    (tmp_path / "cut").write_bytes(whole[: len(whole) // 2])  # a machine that stopped while writing
+    assert _saved_result(tmp_path / "good") == jobs.Result("ada", True, "graded")
+    assert _saved_result(tmp_path / "cut") is None and not (tmp_path / "cut").exists()
+    assert f"{tmp_path / 'cut'}: a saved result that cannot be read" in caplog.text
+    assert _saved_result(tmp_path / "absent") is None
+
+
+def test_grades_entered_while_a_run_grades_stop_it_before_it_publishes(tmp_path, monkeypatch):
+    # The formgrader can be open on the gradebook a run will replace (the documents suggest sharing
+    # a PostgreSQL one with teaching assistants); check_inputs looked only before grading.
+    from types import SimpleNamespace
+
+    from autograder import gradebook as gradebook_module
+    from autograder.course import CourseError
+    from autograder.grade import check_no_grades_entered_meanwhile, published_gradebooks
+
+    (tmp_path / "course").mkdir()
+    (tmp_path / "course" / "gradebook.db").touch()
+    run = SimpleNamespace(out=tmp_path, db="postgresql://ta@host/grades", replace=False)
+    assert published_gradebooks(run) == [run.db, gradebook_module.url(tmp_path / "course")]
+    entered = {run.db: 0, gradebook_module.url(tmp_path / "course"): 0}
+    monkeypatch.setattr(gradebook_module, "manual_entries", entered.get)
+    check_no_grades_entered_meanwhile(run)  # none yet
+    entered[run.db] = 2
+    with pytest.raises(CourseError, match=r"host/grades holds 2 manual grade\(s\).*entered while this run "
+                                          r"graded.*nothing was published"):
+        check_no_grades_entered_meanwhile(run)
+    check_no_grades_entered_meanwhile(SimpleNamespace(out=tmp_path, db=run.db, replace=True))
+
+
+def _results(folder, text):
+    from autograder.grade import PUBLISHED
+
+    folder.mkdir(parents=True, exist_ok=True)
+    for name in PUBLISHED:
+        if "." in name:
+            (folder / name).write_text(text)
+        else:
+            (folder / name).mkdir()
+            (folder / name / "inside").write_text(text)
+
+
+def _held(out):
+    from autograder.grade import PUBLISHED
+
+    texts = {(out / name).read_text() if "." in name else (out / name / "inside").read_text()
+             for name in PUBLISHED if (out / name).exists()}
+    present = sum((out / name).exists() for name in PUBLISHED)
+    return texts, present
+
+
+@pytest.mark.parametrize("earlier", [True, False])
+def test_a_publish_stopped_at_any_rename_leaves_one_runs_results(tmp_path, monkeypatch, earlier):
+    # Publishing swapped each file in turn: a run stopped between two left a new gradebook beside
+    # an old lms.csv. Now the next run finds the journal and puts the earlier results back.
+    from types import SimpleNamespace
+
+    from autograder.grade import PUBLISHED, finish_interrupted_publish, publish
+
+    renames = 2 * len(PUBLISHED)
+    for stop_after in range(renames + 1):
+        out = tmp_path / f"{stop_after}"
+        if earlier:
+            _results(out, "earlier")
+        _results(out / ".staging-1", "new")
+        real_rename, done = Path.rename, []
+
+        def rename(self, target):
+            if len(done) == stop_after:
+                raise KeyboardInterrupt
+            done.append(self)
+            return real_rename(self, target)
+
+        monkeypatch.setattr(Path, "rename", rename)
+        try:
+            publish(SimpleNamespace(out=out, staging=out / ".staging-1"))
+            finished = True
+        except KeyboardInterrupt:
+            finished = False
+        monkeypatch.setattr(Path, "rename", real_rename)
+        finish_interrupted_publish(out)
+        texts, present = _held(out)
+        if finished:
+            assert texts == {"new"} and present == len(PUBLISHED)
+        elif earlier:
+            assert texts == {"earlier"} and present == len(PUBLISHED), stop_after
+        else:
+            assert present == 0, stop_after
+        assert not list(out.glob(".previous-*")) and not (out / ".publishing").exists()
 
 
 def test_the_lms_export_leaves_a_failed_grading_empty_for_a_person_to_fill(tmp_path):

@@ -115,7 +115,7 @@ def test_a_students_rows_move_whole_into_another_copy_of_the_course(registered, 
 
     other = tmp_path_factory.mktemp("other")
     shutil.copyfile(registered / "before-submissions.db", other / "gradebook.db")
-    rows = gradebook.student_rows(registered / "gradebook.db")
+    rows = gradebook.student_rows(registered / "gradebook.db", "ada")
     assert set(rows) == set(gradebook.STUDENT_TABLES) and rows["grade"]
     engine = sqlalchemy.create_engine(gradebook.url(other))
     try:
@@ -124,6 +124,18 @@ def test_a_students_rows_move_whole_into_another_copy_of_the_course(registered, 
         engine.dispose()
     assert (gradebook.totals(gradebook.url(other), "04-attention", ["ada"])
             == gradebook.totals(gradebook.url(registered), "04-attention", ["ada"]))
+
+
+def test_a_private_gradebook_holding_another_students_rows_is_refused(registered):
+    # A kernel of the weakest sandbox runs as the grader's user and can write the worker's
+    # gradebook: a row for bo, merged, would be bo's grade.
+    from nbgrader.api import Gradebook
+
+    with Gradebook(gradebook.url(registered), COURSE_ID) as book:
+        book.add_submission("04-attention", "bo")
+    with pytest.raises(ValueError, match=r"rows of another student than ada \(in submitted_assignment, "
+                                         r"submitted_notebook, grade, comment\)"):
+        gradebook.student_rows(registered / "gradebook.db", "ada")
 
 
 def test_publishing_copies_everything_and_refuses_another_courses_database(registered, tmp_path_factory):

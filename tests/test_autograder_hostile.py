@@ -130,7 +130,11 @@ def _(ctx):
         "from IPython.display import HTML as _HTML, SVG as _SVG, Javascript as _Javascript, display as _display\n"
         f"_display(_HTML('<img src=x onerror=\"{SCRIPT}=1\"><script>{SCRIPT}=2</script>'))\n"
         f"_display(_Javascript('{SCRIPT}=3'))\n"
-        f"_display(_SVG('<svg xmlns=\"http://www.w3.org/2000/svg\" onload=\"{SCRIPT}=4\"></svg>'))\n"))
+        f"_display(_SVG('<svg xmlns=\"http://www.w3.org/2000/svg\" onload=\"{SCRIPT}=4\"></svg>'))\n"
+        # nbconvert writes an image's width into its tag unquoted, and Mermaid unescaped
+        "_display({'image/png': 'iVBORw0KGgo='}, raw=True,\n"
+        f"         metadata={{'image/png': {{'width': '1 onerror={SCRIPT}=6', 'height': 9}}}})\n"
+        f"_display({{'text/vnd.mermaid': '</pre><img src=x onerror={SCRIPT}=7>'}}, raw=True)\n"))
     notebook.cells.insert(1, new_markdown_cell(f'My answer <img src=x onerror="{SCRIPT}=5">'))
     return notebook
 
@@ -326,6 +330,14 @@ def _(ctx):
     cell = notebook.cells[notebook.cells.index(grade_cell(notebook, "setup")) + 1]
     cell.metadata["nbgrader"] = {"grade": True, "grade_id": "bonus", "points": 100, "solution": False,
                                  "locked": True, "schema_version": 3}
+    return notebook
+
+
+@student("gives-a-cell-odd-nbgrader-metadata", FULL)
+def _(ctx):
+    # nbformat validates "nbgrader": "x" (the schema leaves cell metadata open); the grader stopped on it.
+    notebook = with_cell(solved(ASSIGNMENT, NOTEBOOK), "setup", "odd = True")
+    notebook.cells[notebook.cells.index(grade_cell(notebook, "setup")) + 1].metadata["nbgrader"] = "x"
     return notebook
 
 

@@ -1,4 +1,5 @@
 """The class report, from a hand-made parts.csv and autograded notebooks (no kernel, no nbgrader run)."""
+import os
 import csv
 from collections import Counter
 from pathlib import Path
@@ -96,6 +97,18 @@ def test_the_report_escapes_what_students_chose_and_leaves_hidden_lines_out_of_w
     assert "_reverse_words" not in page and "[a line of the hidden tests]" in page
     assert "1 of 2 students handed in; mean 0.00 of 2" in page
     assert "its notebook was renamed" in page  # flagged for review
+
+
+def test_a_file_name_that_is_not_utf8_is_written_into_the_report(tmp_path):
+    # os.listdir keeps the bytes of a name that is not UTF-8 as surrogates, which UTF-8 cannot write:
+    # the report failed after the whole class was graded.
+    course = _course(tmp_path / "course", {})
+    out = tmp_path / "out"
+    out.mkdir()
+    _parts_csv(out / "parts.csv", [])
+    name = os.fsdecode(b"\xffattention.ipynb")
+    page = write_report(out, "hw", course, [], [f"{name}: skipped"]).read_text(encoding="utf-8")
+    assert "\\udcffattention.ipynb: skipped" in page
 
 
 def test_a_class_where_nobody_handed_in_still_gets_a_report():

@@ -126,13 +126,14 @@ def test_a_plain_test_cell_keeps_nbgrader_rules_errors_and_partial_credit():
 
 
 @pytest.mark.parametrize("hidden", [False, True])
-def test_a_partial_credit_that_is_nan_or_negative_is_worth_nothing(hidden):
-    # nbgrader gives a number below 0 (NaN included) the cell's full points; a test's last
-    # expression, such as score(student_answer()), is the student's to make NaN.
+def test_a_partial_credit_outside_zero_to_the_points_is_worth_nothing(hidden):
+    # nbgrader gives a number below 0 (NaN included) the cell's full points and stops the whole
+    # notebook on one above them; a test's last expression, such as score(student_answer()), is
+    # the student's to make NaN or infinite.
     from nbgrader.utils import determine_grade
 
     source = "### BEGIN HIDDEN TESTS\nscore(f())\n### END HIDDEN TESTS" if hidden else "score(f())"
-    for text, score in (("nan", 0), ("-1", 0), ("0.5", 0.5)):
+    for text, score in (("nan", 0), ("-1", 0), ("inf", 0), ("1.5", 0), ("0.5", 0.5), ("1", 1)):
         partial = new_output("execute_result", data={"text/plain": text}, execution_count=1)
         cell, _ = _plain_verdicts().preprocess_cell(_test_cell(source, [partial]), {}, 0)
         assert determine_grade(cell)[0] == score, text
