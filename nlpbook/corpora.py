@@ -219,7 +219,7 @@ def _rotten_tomatoes() -> tuple[Review, ...]:
 
 # Public-domain translations only; the database also holds modern, copyrighted ones.
 BIBLE_TRANSLATIONS = {
-    "web": ("4", "World English Bible (English, 2000)"),
+    "web": ("4", "World English Bible (English, 1997-2020)"),
     "kjv": ("k", "King James Version (English, 1611/1769)"),
     "basic": ("3", "Bible in Basic English (English, 1949)"),
     "segond": ("l", "Louis Segond (French, 1910)"),
@@ -246,8 +246,9 @@ def bible_split(book: int, chapter: int) -> str:
     23, ... is test, 8, 28, 48, ... is valid.  A chapter's verses stay together, so the
     neighbouring verses that continue a sentence or repeat its formula ("And the LORD spake
     unto Moses, saying") never sit on both sides; and every book with ten or more chapters
-    lends some to each side, so the test set has the same mix of law, history, poetry and
-    letters as the training set.  (Passages told twice, as in Kings and Chronicles or the
+    lends some to training and to the test (only books of twenty or more are sure to lend one to
+    validation), so the test set has the same mix of law, history, poetry and letters as the
+    training set.  (Passages told twice, as in Kings and Chronicles or the
     first three gospels, can still fall on both sides: the test set is not free of
     near-copies, as no split of this text can be.)
     """

@@ -69,9 +69,19 @@ class NGramModel:
         powers = self.vocab_size ** np.arange(length - 1, -1, -1, dtype=np.int64)
         return ((codes[:, None] // powers) % self.vocab_size).tolist()
 
+    def _check_ids(self, tokens: Sequence[int]) -> None:
+        outside = [t for t in tokens if not 0 <= t < self.vocab_size]
+        if outside:  # a model over fewer tokens would give them a probability all the same
+            raise ValueError(f"token ids must lie in 0 .. {self.vocab_size - 1}, got {outside[0]}")
+
     def probability(self, history: Sequence[int], token: int) -> float:
         """P(token | the last order - 1 tokens of history)."""
         history = tuple(int(t) for t in history[max(0, len(history) - (self.order - 1)):]) if self.order > 1 else ()
+        self._check_ids([*history, int(token)])
+        return self._probability(history, int(token))
+
+    def _probability(self, history: tuple[int, ...], token: int) -> float:
+        """:meth:`probability` for a history already cut to the order, ids already checked."""
         probability = 1.0 / self.vocab_size
         for n in range(0, len(history) + 1):  # from the unigram up to the full history
             h = history[len(history) - n:] if n else ()
@@ -85,7 +95,9 @@ class NGramModel:
     def log_likelihood(self, tokens: Sequence[int]) -> float:
         """Sum of log P(token_i | token_<i) over the sequence (the first tokens use shorter histories)."""
         tokens = [int(t) for t in tokens]
-        return sum(math.log(self.probability(tokens[max(0, i - self.order + 1):i], t)) for i, t in enumerate(tokens))
+        self._check_ids(tokens)
+        return sum(math.log(self._probability(tuple(tokens[max(0, i - self.order + 1):i]), t))
+                   for i, t in enumerate(tokens))
 
     def perplexity(self, tokens: Sequence[int]) -> float:
         return math.exp(-self.log_likelihood(tokens) / len(tokens))

@@ -75,7 +75,7 @@ class Recipe:
 def decay_groups(module: nn.Module, weight_decay: float, **options) -> list[dict]:
     """``module``'s trainable weights as AdamW's parameter groups: the matrices (two or more
     dimensions: linear maps, embedding tables) with ``weight_decay``, everything else (biases,
-    LayerNorm's gains and shifts) without, as BERT and GPT-2 were trained.  ``options`` (a learning
+    LayerNorm's gains and shifts) without, as BERT and GPT-1 were trained.  ``options`` (a learning
     rate, say) go into both groups; a weight tied to another (an LM's output layer and its
     embedding) is counted once, and an empty group is left out."""
     decayed, plain, seen = [], [], set()

@@ -12,9 +12,11 @@ back as numbers::
 
 **The rule.**  ``a.versus(b)`` says ``ahead`` when every run of ``a`` is better than every run of
 ``b``, ``behind`` when every run is worse, and ``level`` otherwise: the two ranges overlap.  It
-assumes nothing about how runs spread, and how often it is wrong is exact: when the two models
+assumes nothing about how runs spread, and how often it is wrong is known: when the two models
 are equally good (their runs drawn from one distribution), the chance that it still names one
-ahead is ``2 / C(n + m, n)`` for ``n`` and ``m`` seeds (:func:`false_positive_rate`):
+ahead is ``2 / C(n + m, n)`` for ``n`` and ``m`` seeds (:func:`false_positive_rate`), exactly for
+a measure that never ties (a loss) and at most that for one that can (an accuracy on a few
+hundred examples: a tie is level):
 
 ========  ==========  =============================================
 seeds     called      so an ordering on this many seeds is
@@ -269,15 +271,18 @@ class Table:
 
 
 NO_VERDICT = "no verdict"  # a cell of verdict_table where the rule cannot tell
+# The most often verdict_table lets the rule name an order that chance alone would give: 3 runs
+# against a single number (1 in 4), 3 against 3 (1 in 10); 2 against 2 (1 in 3) is not evidence.
+MOST_FALSE_POSITIVES = 0.25
 
 
 def verdict_table(results: dict[str, Runs], *, against: dict[str, float] | None = None,
                   better: str = "lower", first_column: str = "model") -> Table:
     """Each result against each other, and against single numbers (a counted baseline, say), by the
     book's one rule: the cell in row ``a`` and column ``b`` is ``a.versus(b).word`` ("ahead",
-    "level", "behind"), empty on the diagonal.  Where the rule cannot tell two equal models apart at
-    all (one run against one run, or one run against a number: a false-positive rate of 1) the
-    cell says :data:`NO_VERDICT` rather than a word one run cannot support."""
+    "level", "behind"), empty on the diagonal.  Where too few runs stand behind a cell for its word
+    to be evidence (equal models would get a word more often than :data:`MOST_FALSE_POSITIVES`: one
+    or two runs a side), the cell says :data:`NO_VERDICT`."""
     against = dict(against or {})
     table = Table([first_column, *results, *against])
     for name, ours in results.items():
@@ -287,7 +292,7 @@ def verdict_table(results: dict[str, Runs], *, against: dict[str, float] | None 
                 cells.append("")
                 continue
             verdict = ours.versus(theirs, better=better)
-            cells.append(verdict.word if verdict.false_positive_rate < 1 else NO_VERDICT)
+            cells.append(verdict.word if verdict.false_positive_rate <= MOST_FALSE_POSITIVES else NO_VERDICT)
         table.add(name, *cells)
     return table
 

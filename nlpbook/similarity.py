@@ -13,6 +13,7 @@ Vectors are a float tensor ``(V, d)`` whose row ``i`` belongs to
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Sequence
 
@@ -72,7 +73,7 @@ def analogy(vectors: torch.Tensor, vocab: Vocabulary, a: str, b: str, c: str, k:
     ids = [vocab.index(word) for word in (a, b, c)]
     scores = unit @ normalize(unit[ids[1]] - unit[ids[0]] + unit[ids[2]])  # (V,)
     scores[ids] = -float("inf")
-    return _ranked(scores, vocab, k)
+    return _ranked(scores, vocab, min(k, len(vocab) - len(set(ids))))  # never the question's words
 
 
 def _require_known(vocab: Vocabulary, *words: str) -> None:
@@ -140,6 +141,9 @@ def evaluate_analogies(vectors: torch.Tensor, vocab: Vocabulary, *, restrict: in
     as questions and as candidate answers, as gensim's ``evaluate_word_analogies`` does.
     """
     limit = len(vocab) if restrict is None else min(restrict, len(vocab))
+    if not torch.isfinite(vectors[:limit]).all():
+        # argmax would settle every question on the lowest index, sometimes the right answer
+        raise ValueError("the vectors hold NaN or infinite values: no analogy can be scored")
     known = {token: index for index, token in enumerate(vocab.tokens[:limit])}
     unit = normalize(vectors[:limit].float())
     result = AnalogyResult(0, 0, 0)
@@ -152,7 +156,11 @@ def evaluate_analogies(vectors: torch.Tensor, vocab: Vocabulary, *, restrict: in
             targets = normalize(unit[ids[:, 1]] - unit[ids[:, 0]] + unit[ids[:, 2]])  # (Q, d)
             scores = targets @ unit.T  # (Q, V)
             scores.scatter_(1, ids[:, :3], -float("inf"))  # the question's own words are not answers
-            correct += int((scores.argmax(dim=1) == ids[:, 3]).sum())
+            best = scores.max(dim=1)                       # (Q,)
+            # a tie (zero vectors score 0 everywhere) is not an answer: argmax would pick the
+            # lowest index, the most frequent word, which is sometimes the right one
+            alone = (scores == best.values[:, None]).sum(dim=1) == 1
+            correct += int(((best.indices == ids[:, 3]) & alone).sum())
         result.correct += correct
         result.answered += len(usable)
         result.by_section[section] = (correct, len(usable))
@@ -172,7 +180,9 @@ def restrict(vectors: torch.Tensor, vocab: Vocabulary, words: Sequence[str]) -> 
 def from_gensim(keyed_vectors) -> tuple[torch.Tensor, Vocabulary]:
     """A gensim ``KeyedVectors`` as ``(vectors, vocab)``, rows in gensim's order (most frequent first)."""
     tokens = list(keyed_vectors.index_to_key)
-    counts = [int(keyed_vectors.get_vecattr(token, "count")) for token in tokens]
+    # vectors read from a word2vec or GloVe text file carry no counts: 0, as for a special token
+    counted = "count" in getattr(keyed_vectors, "expandos", {})
+    counts = [int(keyed_vectors.get_vecattr(token, "count")) if counted else 0 for token in tokens]
     return torch.from_numpy(keyed_vectors.vectors.copy()), Vocabulary(tokens, counts)
 
 
@@ -188,4 +198,6 @@ def scored_wordsim(state: dict[str, torch.Tensor], *, corpus: str, min_count: in
     if set(state) != {"vectors"} or state["vectors"].dim() != 2 or state["vectors"].shape[0] != len(vocab):
         raise ValueError(f"the weights should be {{'vectors': a ({len(vocab)}, d) tensor}}, one row per word, "
                          f"got {sorted(state)[:4]} of shapes {[tuple(v.shape) for v in state.values()][:4]}")
+    if not torch.isfinite(state["vectors"]).all():  # a NaN in a row WordSim353 does not ask about, too
+        return math.nan
     return evaluate_similarity(state["vectors"], vocab, "wordsim353").spearman

@@ -1,6 +1,7 @@
 """Timing a function the way a benchmark should: warm-up, repeats, median."""
 from __future__ import annotations
 
+import math
 import statistics
 import time
 from typing import Callable
@@ -8,9 +9,9 @@ from typing import Callable
 import torch
 
 
-def _synchronize(device: torch.device | None) -> None:
+def _synchronize(device: torch.device | str | None) -> None:
     # CUDA kernels run asynchronously: without a sync we would time the launch only.
-    if device is not None and device.type == "cuda":
+    if device is not None and torch.device(device).type == "cuda":
         torch.cuda.synchronize(device)
 
 
@@ -19,9 +20,10 @@ def time_call(
     *,
     repeats: int = 20,
     warmup: int = 3,
-    device: torch.device | None = None,
+    device: torch.device | str | None = None,
 ) -> float:
-    """Median wall-clock seconds of ``fn()`` over ``repeats`` runs after ``warmup`` runs."""
+    """Median wall-clock seconds of ``fn()`` over ``repeats`` runs after ``warmup`` runs.  Give the
+    ``device`` that ``fn`` computes on: on a GPU, each run is then timed to its end, not to its launch."""
     if repeats < 1:
         raise ValueError(f"repeats must be at least 1, got {repeats}")
     for _ in range(warmup):
@@ -38,8 +40,8 @@ def time_call(
 
 def duration(seconds: float) -> str:
     """A measured time as a reader wants it: "0.4 s", "45 s", "3.2 minutes", never "0.0 minutes"."""
-    if seconds < 0:
-        raise ValueError(f"a duration cannot be negative: {seconds}")
+    if not math.isfinite(seconds) or seconds < 0:
+        raise ValueError(f"a duration is a finite time, not negative: {seconds}")
     if seconds < 10:
         return f"{seconds:.1f} s"
     if seconds < 90:

@@ -38,6 +38,10 @@ class Vocabulary:
         with a count of 0; ``unk``, when given, must be one of them."""
         if min_count < 1:
             raise ValueError(f"min_count must be at least 1, got {min_count}")
+        if max_size is not None and max_size < len(specials):
+            raise ValueError(f"max_size {max_size} leaves no room for the {len(specials)} special tokens")
+        if unk is not None and unk not in specials:
+            raise ValueError(f"the unknown token {unk!r} must be one of the specials {list(specials)}")
         counter = Counter(token for sentence in sentences for token in sentence)
         for special in specials:
             counter.pop(special, None)
@@ -72,4 +76,8 @@ class Vocabulary:
         return [self.index(token) for token in tokens]
 
     def decode(self, ids: Iterable[int]) -> list[str]:
-        return [self.tokens[int(index)] for index in ids]
+        ids = [int(index) for index in ids]
+        outside = [index for index in ids if not 0 <= index < len(self.tokens)]
+        if outside:  # a negative id would read from the end of the list
+            raise IndexError(f"id {outside[0]} is not in this vocabulary of {len(self.tokens)} tokens")
+        return [self.tokens[index] for index in ids]

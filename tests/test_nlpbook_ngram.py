@@ -118,3 +118,14 @@ def test_context_counts_of_an_empty_training_text_are_zero():
     from nlpbook.ngram import context_counts
     [(c_hw, c_h, types)] = context_counts(np.array([], dtype=np.int64), [np.array([5, 0])], 4)
     assert c_hw.tolist() == c_h.tolist() == types.tolist() == [0, 0]
+
+
+def test_a_token_outside_the_alphabet_is_refused_not_given_a_probability():
+    # A held-out character the model's alphabet lacks got a finite probability, hence a perplexity.
+    model = NGramModel(2, 3).fit([0, 1, 2, 0, 1])
+    for history, token in (([0], 7), ([0], -1), ([9], 1)):
+        with pytest.raises(ValueError, match=r"0 \.\. 2"):
+            model.probability(history, token)
+    with pytest.raises(ValueError, match="got 3"):
+        model.perplexity([0, 1, 3])
+    assert model.perplexity([0, 1, 2]) == pytest.approx(math.exp(-model.log_likelihood([0, 1, 2]) / 3))

@@ -187,9 +187,15 @@ def test_a_verdict_table_gives_each_result_against_each_other_by_the_one_rule():
     assert verdict_table(results, better="higher").row("LSTM")["Transformer"] == "behind"
 
 
-def test_a_verdict_table_gives_no_verdict_where_one_run_cannot_support_one():
+def test_a_verdict_table_gives_no_verdict_where_too_few_runs_support_one():
     one_each = {"a": Runs([1.0]), "b": Runs([2.0])}
     table = verdict_table(one_each, against={"baseline": 3.0}, first_column="optimizer")
     assert table.row("a") == {"optimizer": "a", "a": "", "b": NO_VERDICT, "baseline": NO_VERDICT}
-    # two runs against a number can be told apart (1 in 2 by chance), so they get a word
-    assert verdict_table({"a": Runs([1.0, 1.5])}, against={"baseline": 3.0}).row("a")["baseline"] == "ahead"
+    # equal models get a word 1 time in 3 with 2 runs a side, 1 in 2 with 2 runs against a number
+    two_each = {"a": Runs([1.0, 1.1]), "b": Runs([2.0, 2.1])}
+    assert verdict_table(two_each, against={"baseline": 3.0}).row("a") == {
+        "model": "a", "a": "", "b": NO_VERDICT, "baseline": NO_VERDICT}
+    # 3 runs against a number (1 in 4) and 3 against 3 (1 in 10) are the least the book rests one on
+    three_each = {"a": Runs([1.0, 1.1, 1.2]), "b": Runs([2.0, 2.1, 2.2])}
+    assert verdict_table(three_each, against={"baseline": 3.0}).row("a") == {
+        "model": "a", "a": "", "b": "ahead", "baseline": "ahead"}

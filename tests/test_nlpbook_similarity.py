@@ -52,6 +52,15 @@ def test_analogy_accuracy_matches_gensim(keyed_vectors):
     assert similarity.analogy(vectors, vocab, "man", "king", "woman")[0][0] == "queen"
 
 
+def test_vectors_that_say_nothing_answer_no_analogy(keyed_vectors):
+    # Zero vectors tie every candidate; argmax settled the tie on the most frequent word, which
+    # answered 4% of the family questions. NaN did the same, and is refused.
+    _, vectors, vocab = keyed_vectors
+    assert similarity.evaluate_analogies(torch.zeros_like(vectors), vocab).correct == 0
+    with pytest.raises(ValueError, match="NaN or infinite"):
+        similarity.evaluate_analogies(torch.full_like(vectors, float("nan")), vocab)
+
+
 def test_nearest_leaves_the_word_out_and_ranks_by_cosine():
     vocab = Vocabulary(["a", "b", "c"])
     vectors = torch.tensor([[1.0, 0.0], [10.0, 1.0], [0.0, 1.0]])
@@ -100,6 +109,18 @@ def test_scored_wordsim_reads_the_vectors_in_the_order_of_the_corpus_vocabulary(
     assert similarity.scored_wordsim({"vectors": vectors}, corpus="lee", min_count=5) == pytest.approx(theirs, abs=1e-6)
     assert math.isnan(similarity.scored_wordsim({"vectors": torch.full_like(vectors, float("nan"))},
                                                 corpus="lee", min_count=5))
+    one_bad_row = vectors.clone()
+    one_bad_row[-1] = float("nan")  # the rarest word, in no WordSim353 pair
+    assert math.isnan(similarity.scored_wordsim({"vectors": one_bad_row}, corpus="lee", min_count=5))
     for wrong in ({"vectors": vectors[:-1]}, {"weight": vectors}, {"vectors": vectors, "extra": vectors}):
         with pytest.raises(ValueError, match="one row per word"):
             similarity.scored_wordsim(wrong, corpus="lee", min_count=5)
+
+
+def test_analogy_never_answers_with_the_questions_words_and_reads_uncounted_vectors():
+    vocab = Vocabulary(["a", "b", "c", "d"])
+    assert [word for word, _ in similarity.analogy(torch.eye(4), vocab, "a", "b", "c", k=3)] == ["d"]
+    kv = KeyedVectors(2)
+    kv.add_vectors(["x", "y"], torch.eye(2).numpy())  # as read from a text file: no counts
+    vectors, read = similarity.from_gensim(kv)
+    assert read.tokens == ["x", "y"] and read.counts == [0, 0] and torch.equal(vectors, torch.eye(2))

@@ -5,9 +5,16 @@ from nlpbook.timing import time_call
 
 def test_counts_warmup_and_repeats_and_returns_a_duration():
     calls = []
-    seconds = time_call(lambda: calls.append(1), repeats=5, warmup=2)
+    seconds = time_call(lambda: calls.append(1), repeats=5, warmup=2, device="cpu")
     assert len(calls) == 7
     assert 0 <= seconds < 1
+
+
+def test_the_median_of_the_timed_runs_not_their_mean_or_the_warmup(monkeypatch):
+    # A clock that moves 100 s during the warm-up and 1, 100 and 2 s in the three timed runs.
+    ticks = iter([0, 1, 1, 101, 101, 103])
+    monkeypatch.setattr("nlpbook.timing.time.perf_counter", lambda: next(ticks))
+    assert time_call(lambda: None, repeats=3, warmup=1) == 2
 
 
 def test_needs_one_repeat():
@@ -20,5 +27,6 @@ def test_duration_picks_the_unit_a_reader_expects():
 
     assert [duration(s) for s in (0.04, 9.96, 45.2, 89.4, 192.0)] == [
         "0.0 s", "10.0 s", "45 s", "89 s", "3.2 minutes"]
-    with pytest.raises(ValueError, match="negative"):
-        duration(-1.0)
+    for wrong in (-1.0, float("nan"), float("inf")):
+        with pytest.raises(ValueError, match="finite time"):
+            duration(wrong)

@@ -33,3 +33,14 @@ def test_bad_vocabularies_are_refused():
         Vocabulary(["a"], unk="<unk>")
     with pytest.raises(ValueError, match="min_count"):
         Vocabulary.build([["a"]], min_count=0)
+
+
+def test_settings_that_cannot_hold_and_ids_outside_are_refused():
+    with pytest.raises(ValueError, match="no room"):
+        Vocabulary.build([["a", "b"]], max_size=1, specials=("<pad>", "<unk>"))
+    with pytest.raises(ValueError, match="one of the specials"):
+        Vocabulary.build([["a", "b"]], specials=("<pad>",), unk="a")
+    vocab = Vocabulary.build([["a", "b"]])
+    for wrong in (-1, 2):
+        with pytest.raises(IndexError, match=f"id {wrong} is not in this vocabulary of 2"):
+            vocab.decode([0, wrong])
