@@ -60,6 +60,11 @@ class TestRnnsExercise(ChapterGrading):
         "train-ignores-lr": (TRAIN, 0.0, {TRAIN: [("torch.optim.Adam(model.parameters(), lr=lr)",
                                                    "torch.optim.Adam(model.parameters())")]}),
         "train-never-clears-gradients": (TRAIN, 1.0, {TRAIN: [("        optimizer.zero_grad()\n", "")]}),
+        # Clipping never fires in these runs (their gradients stay under the norm): the calls show it.
+        "train-never-clips": (TRAIN, 0.0, {TRAIN: [("        clip_grad_norm(model.parameters(), max_norm)\n", "")]}),
+        "train-clips-before-backward": (TRAIN, 0.0, {TRAIN: [
+            ("        loss.backward()\n        clip_grad_norm(model.parameters(), max_norm)\n",
+             "        clip_grad_norm(model.parameters(), max_norm)\n        loss.backward()\n")]}),
         "train-targets-not-shifted": (TRAIN, 0.0, {TRAIN: [("window[:, 1:].flatten()", "window[:, :-1].flatten()")]}),
         # Truncated backpropagation through time (part 8), the last test training the whole model.
         "carried-state-not-detached": (CARRIED, 0.0, {CARRIED: [("        state = state.detach()", "        pass")]}),
