@@ -77,7 +77,16 @@ class TestAdamExercise(ChapterGrading):
                                                              "            group = dict(group, lr=self.defaults[\"lr\"])\n")]}),
         "adamw-bias-correction-one-step-late": (ADAMW, 0.0, {ADAMW: [("                t = state[\"step\"]\n",
                                                                       "                t = state[\"step\"] + 1\n")]}),
-        "adamw-loss-not-returned": (ADAMW, 1.0, {ADAMW: [("        return loss", "        return None")]}),
+        # The visible test calls step(closure) too (the hidden test's groups run needs it).
+        "adamw-loss-not-returned": (ADAMW, 0.0, {ADAMW: [("        return loss", "        return None")]}),
+        "adamw-closure-without-enable-grad": (ADAMW, 0.0, {ADAMW: [("            with torch.enable_grad():\n"
+                                                                    "                loss = closure()",
+                                                                    "            loss = closure()")]}),
+        "adamw-decays-a-parameter-without-gradient": (ADAMW, 0.0, {ADAMW: [(
+            "                if param.grad is None:\n                    continue\n",
+            "                if param.grad is None:\n"
+            "                    param.mul_(1 - group[\"lr\"] * group[\"weight_decay\"])\n"
+            "                    continue\n")]}),
         "schedule-warmup-one-step-ahead": (SCHEDULE, 0.0, {SCHEDULE: [("return step / warmup_steps", "return (step + 1) / warmup_steps")]}),
         "schedule-decay-ignores-warmup": (SCHEDULE, 0.0, {SCHEDULE: [("(total_steps - step) / (total_steps - warmup_steps)",
                                                                       "(total_steps - step) / total_steps")]}),
