@@ -65,9 +65,13 @@ def lms_targets(archive: zipfile.ZipFile, where: Path, pattern: str, assignment:
     return targets
 
 
+def _member_path(member: zipfile.ZipInfo) -> PurePosixPath:
+    """Where a member unpacks, relative to the folder: a Windows zip's backslashes read as slashes."""
+    return PurePosixPath(member.filename.replace("\\", "/"))
+
+
 def _problem(member: zipfile.ZipInfo) -> str | None:
-    name = member.filename.replace("\\", "/")
-    path = PurePosixPath(name)
+    path = _member_path(member)
     if path.is_absolute() or (path.parts and path.parts[0].endswith(":")):
         return "an absolute path"
     if ".." in path.parts:
@@ -96,7 +100,7 @@ def check_zip(archive: zipfile.ZipFile, where: Path) -> None:
     for member in members:
         if problem := _problem(member):
             raise CourseError(f"{where}: member {member.filename!r} is {problem}; nothing was unpacked")
-        path = PurePosixPath(member.filename.replace("\\", "/"))
+        path = _member_path(member)
         if member.is_dir():
             folders.add(path)
             continue
@@ -128,7 +132,7 @@ def extract_zip(zip_path: Path, out: Path, assignment: str | None = None, patter
             for member in archive.infolist():
                 if targets and targets.get(member.filename) is None:  # a student's timestamp.txt
                     continue
-                name = targets.get(member.filename, PurePosixPath(member.filename.replace("\\", "/")))
+                name = targets.get(member.filename, _member_path(member))
                 target = staging.joinpath(*name.parts)
                 if member.is_dir():
                     if targets:

@@ -691,10 +691,7 @@ def grade_submissions(run: GradingRun) -> None:
                 submission = by_student[result.student]
                 if result.success:  # failures are not saved: the next run tries them again
                     temporary = results / f".{keys[result.student]}.{os.getpid()}"
-                    with open(temporary, "wb") as handle:  # on the disk before its name is
-                        handle.write(pickle.dumps(result))
-                        handle.flush()
-                        os.fsync(handle.fileno())
+                    _write_synced(temporary, pickle.dumps(result))  # on the disk before its name is
                     os.replace(temporary, results / keys[result.student])
                 _merge(run, database, submission, result)
                 progress.done(submission)
@@ -882,11 +879,11 @@ def publish(run: GradingRun) -> None:
     (:func:`finish_interrupted_publish`): ``--out`` holds one run's results, never a mix.
     """
     journal = run.out / PUBLISHING
-    _write_synced(journal, "aside")
+    _write_synced(journal, b"aside")
     for name in PUBLISHED:
         if (run.out / name).exists():
             (run.out / name).rename(run.out / f".previous-{name}")
-    _write_synced(journal, "in")
+    _write_synced(journal, b"in")
     for name in PUBLISHED:
         (run.staging / name).rename(run.out / name)
     journal.unlink()
@@ -917,9 +914,10 @@ def finish_interrupted_publish(out: Path) -> None:
             _remove(out / f".previous-{name}")  # a run stopped while removing them, its results complete
 
 
-def _write_synced(path: Path, text: str) -> None:
-    with open(path, "w", encoding="utf-8") as handle:
-        handle.write(text)
+def _write_synced(path: Path, data: bytes) -> None:
+    """``data`` in ``path``, on the disk when this returns (a machine that stops cannot cut it short)."""
+    with open(path, "wb") as handle:
+        handle.write(data)
         handle.flush()
         os.fsync(handle.fileno())
 
