@@ -227,10 +227,7 @@ def published_gradebooks(run: GradingRun) -> list[str]:
 
 
 def _refuse_manual_grades(where: str, why: str) -> None:
-    if manual := gradebook.manual_entries(where):
-        raise CourseError(
-            f"{where.split('@')[-1]} holds {manual} manual grade(s) or comment(s) for this course; {why}. "
-            "Choose a new --out folder (and database), or pass --replace to discard them.")
+    gradebook.refuse_manual_entries(where, gradebook.manual_entries(where), why)
 
 
 def check_no_grades_entered_meanwhile(run: GradingRun) -> None:
@@ -851,10 +848,11 @@ def write_report(run: GradingRun) -> None:
 
 
 def publish_database(run: GradingRun) -> None:
-    """With ``--db``: copy the whole gradebook into that database in one transaction (nothing half-written)."""
+    """With ``--db``: copy the whole gradebook into that database in one transaction (nothing half-written),
+    refusing again, under the copy's lock, grades a person entered there since the last check."""
     if not run.db:
         return
-    gradebook.copy_all(run.db_url, run.db)
+    gradebook.copy_all(run.db_url, run.db, keep_manual=not run.replace)
     (run.course / "gradebook.db").unlink()  # one gradebook only: the database
     log.info("gradebook published to %s", _without_password(run.db))
 

@@ -75,11 +75,37 @@ def _read(database: str, table: str, query: Callable):
 
 def manual_entries(database: str) -> int:
     """How many grades and comments a person entered in the gradebook at ``database`` (0 if it has no tables)."""
+    return _read(database, "grade", _count_manual) or 0
+
+
+def _count_manual(connection) -> int:
     from sqlalchemy import text
 
-    return _read(database, "grade", lambda connection: connection.execute(text(
+    return connection.execute(text(
         "SELECT (SELECT count(*) FROM grade WHERE manual_score IS NOT NULL) + "
-        "(SELECT count(*) FROM comment WHERE manual_comment IS NOT NULL AND manual_comment != '')")).scalar()) or 0
+        "(SELECT count(*) FROM comment WHERE manual_comment IS NOT NULL AND manual_comment != '')")).scalar()
+
+
+def refuse_manual_entries(database: str, count: int, why: str) -> None:
+    """The error for a gradebook holding ``count`` grades or comments a person entered, which a run would replace."""
+    if count:
+        raise CourseError(
+            f"{database.split('@')[-1]} holds {count} manual grade(s) or comment(s) for this course; {why}. "
+            "Choose a new --out folder (and database), or pass --replace to discard them.")
+
+
+def _lock_for_writing(connection) -> None:
+    """Hold the gradebook's write lock from here to the commit, so that what is read next (the
+    courses, the manual grades) is still true when the copy replaces it: a teaching assistant's
+    grade typed in the formgrader meanwhile waits for the commit instead of being deleted."""
+    from sqlalchemy import text
+
+    if connection.dialect.name == "postgresql":  # reads go on; writes wait
+        connection.execute(text("LOCK TABLE course, grade, comment IN SHARE ROW EXCLUSIVE MODE"))
+    elif connection.dialect.name == "sqlite":
+        # Python's sqlite3 begins the transaction at the first write, and a write takes the
+        # database's one write lock, even one that deletes nothing.
+        connection.execute(text("DELETE FROM grade WHERE 0 = 1"))
 
 
 def other_assignments(database: str, assignment: str) -> list[str]:
@@ -205,11 +231,13 @@ def merge_rows(engine, rows: dict[str, list[dict]]) -> None:
                 connection.execute(Base.metadata.tables[name].insert(), rows[name])
 
 
-def copy_all(source: str, target: str) -> None:
+def copy_all(source: str, target: str, *, keep_manual: bool = True) -> None:
     """Replace the gradebook at ``target`` by the one at ``source``, in one transaction (nothing half-written).
 
-    Refuses a target that holds another course's gradebook. Errors are ``CourseError``s that
-    name the target without its password.
+    Refuses a target that holds another course's gradebook, and (``keep_manual``) one that holds
+    grades or comments a person entered, checked under the write lock that the copy then holds
+    (another check before would leave a moment in which a grade typed in is lost). Errors are
+    ``CourseError``s that name the target without its password.
     """
     import sqlalchemy
     from nbgrader.api import Base
@@ -220,6 +248,10 @@ def copy_all(source: str, target: str) -> None:
         reading_engine, writing_engine = sqlalchemy.create_engine(source), sqlalchemy.create_engine(target)
         try:
             with reading_engine.connect() as reading, writing_engine.begin() as writing:
+                _lock_for_writing(writing)
+                if keep_manual:
+                    refuse_manual_entries(target, _count_manual(writing), "they were entered while this run "
+                                          "graded, and publishing would replace them (nothing was published)")
                 # nbgrader adds a "default_course" row to every gradebook it creates.
                 courses = {row[0] for row in writing.execute(sqlalchemy.text("SELECT id FROM course"))}
                 others = sorted(courses - {COURSE_ID, "default_course"})

@@ -149,3 +149,34 @@ def test_publishing_copies_everything_and_refuses_another_courses_database(regis
     with pytest.raises(CourseError, match=r"other courses \(someone-else\)"):
         gradebook.copy_all(gradebook.url(registered), gradebook.url(target))
     assert (target / "gradebook.db").read_bytes() == before
+
+
+def test_publishing_refuses_a_grade_entered_in_the_target_and_holds_its_write_lock(registered, tmp_path_factory):
+    # The grading run checks the target for manual grades before it grades and again before it
+    # publishes; the copy checks a third time under its own write lock, so that a grade typed in
+    # the formgrader between the last check and the copy is neither deleted nor lost.
+    import sqlalchemy
+
+    target = tmp_path_factory.mktemp("entered")
+    gradebook.copy_all(gradebook.url(registered), gradebook.url(target))
+    with sqlite3.connect(target / "gradebook.db") as database:
+        database.execute("UPDATE grade SET manual_score = 1 WHERE id = (SELECT min(id) FROM grade)")
+        database.execute("UPDATE comment SET manual_comment = '' WHERE id = (SELECT min(id) FROM comment)")
+    before = (target / "gradebook.db").read_bytes()
+    with pytest.raises(CourseError, match=r"entered\S* holds 1 manual grade\(s\) or comment\(s\).*"
+                                          r"nothing was published.*--replace"):
+        gradebook.copy_all(gradebook.url(registered), gradebook.url(target))
+    assert (target / "gradebook.db").read_bytes() == before
+    gradebook.copy_all(gradebook.url(registered), gradebook.url(target), keep_manual=False)  # --replace
+    assert gradebook.manual_entries(gradebook.url(target)) == gradebook.manual_entries(gradebook.url(registered))
+
+    engine = sqlalchemy.create_engine(gradebook.url(target))
+    try:
+        with engine.begin() as connection:
+            gradebook._lock_for_writing(connection)
+            with sqlite3.connect(target / "gradebook.db", timeout=0) as teaching_assistant:
+                with pytest.raises(sqlite3.OperationalError, match="database is locked"):
+                    teaching_assistant.execute("UPDATE grade SET manual_score = 1")
+                teaching_assistant.execute("SELECT count(*) FROM grade").fetchall()  # reading goes on
+    finally:
+        engine.dispose()
