@@ -15,13 +15,20 @@ call) under several seeds, the graded pair of seeds first, and prints each score
 range, and the time each took (for chapter 3, also the floor a model that ignores its
 input reaches). With ``--study`` it runs, instead, the hyperparameter study of the
 notebook's written question (its ``study`` function over ``STUDY_CHANGES``), the table
-behind that question's mark scheme. It prints figures; it is not a test.
+behind that question's mark scheme. With ``--mistake NAME`` it trains, instead of the
+solution, one of the planted mistakes (or correct variants) of the chapter's grading test,
+``tests/test_grading_<chapter>.py``: the scores the exercise pages quote for them. It
+prints figures; it is not a test.
+
+    python benchmarks/training_targets.py 02-rnns --profile quick --seeds 1 --mistake train-ignores-lr
 """
 from __future__ import annotations
 
 import argparse
 import ast
+import importlib
 import os
+import sys
 import time
 
 import nbformat
@@ -254,14 +261,37 @@ PARTS = {
 }
 
 
-def solution_namespace(notebook) -> dict:
-    """The setup and solution cells of ``notebook`` run in one namespace (no tests, no demos)."""
+def solution_namespace(notebook, edits: dict[str, list[tuple[str, str]]] | None = None) -> dict:
+    """The setup and solution cells of ``notebook`` run in one namespace (no tests, no demos), each
+    solution cell with its ``edits`` (old, new) applied as the grading tests apply them."""
     namespace: dict = {}
+    edits = dict(edits or {})
     for cell in notebook.cells:
         meta = cell.metadata.get("nbgrader", {})
         if cell.cell_type == "code" and (meta.get("grade_id") == "setup" or meta.get("solution")):
-            exec(compile(cell.source, f"<{meta['grade_id']}>", "exec"), namespace)
+            source = cell.source
+            for old, new in edits.pop(meta["grade_id"], []):
+                if old not in source:
+                    raise SystemExit(f"the edit of {meta['grade_id']} does not apply: {old!r} not found")
+                source = source.replace(old, new)
+            exec(compile(source, f"<{meta['grade_id']}>", "exec"), namespace)
+    if edits:
+        raise SystemExit(f"edits for cells the solution does not have: {sorted(edits)}")
     return namespace
+
+
+def planted(chapter: str, name: str) -> dict[str, list[tuple[str, str]]]:
+    """The edits of the mistake (or correct variant) ``name`` that the chapter's grading test plants."""
+    sys.path.insert(0, str(REPO / "tests"))
+    module = importlib.import_module("test_grading_" + chapter.replace("-", "_"))
+    tested = next(value for value in vars(module).values()
+                  if isinstance(value, type) and value.__module__ == module.__name__ and hasattr(value, "MISTAKES"))
+    if name in tested.MISTAKES:
+        return tested.MISTAKES[name][2]  # (the part, its expected score, the edits)
+    if name in getattr(tested, "VARIANTS", {}):
+        return tested.VARIANTS[name]
+    raise SystemExit(f"tests/{module.__name__}.py plants no {name!r}; its mistakes and variants: "
+                     f"{', '.join(sorted([*tested.MISTAKES, *getattr(tested, 'VARIANTS', {})]))}")
 
 
 def cell(notebook, grade_id: str):
@@ -309,6 +339,8 @@ def main() -> None:
     parser.add_argument("--study", action="store_true", help="run the notebook's hyperparameter study instead")
     parser.add_argument("--solution-optimizer", action="store_true",
                         help="07-adam: train with the solution's AdamW and schedule instead of PyTorch's and the reference")
+    parser.add_argument("--mistake", metavar="NAME",
+                        help="train this planted mistake or correct variant of the chapter's grading test instead")
     args = parser.parse_args()
     global SOLUTION_OPTIMIZER
     SOLUTION_OPTIMIZER = args.solution_optimizer
@@ -322,13 +354,14 @@ def main() -> None:
         parser.error(f"{args.chapter} trains in {', '.join(trainers)}, not in {grade_id}")
     train = trainers[grade_id]
     notebook = nbformat.read(REPO / "solutions" / args.chapter / name, as_version=4)
-    namespace = solution_namespace(notebook)
+    namespace = solution_namespace(notebook, planted(args.chapter, args.mistake) if args.mistake else None)
     print(machine_line())
     if args.study:
         run_study(notebook, namespace, args.profile)
         return
     setting, scorer, options = hidden_setting(notebook, grade_id, namespace)
-    print(f"{args.chapter}, {grade_id}, profile {args.profile}: {setting}; {scorer} {options}")
+    print(f"{args.chapter}, {grade_id}, profile {args.profile}{', mistake ' + args.mistake if args.mistake else ''}: "
+          f"{setting}; {scorer} {options}")
     seeds = [GRADED_SEEDS] + [(seed, seed) for seed in range(args.seeds - 1)]
     scores = []
     for model_seed, window_seed in seeds:

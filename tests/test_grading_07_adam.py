@@ -75,7 +75,7 @@ class TestAdamExercise(ChapterGrading):
         "adamw-ignores-the-group-lr": (ADAMW, 1.0, {ADAMW: [("            beta1, beta2 = group[\"betas\"]\n",
                                                              "            beta1, beta2 = group[\"betas\"]\n"
                                                              "            group = dict(group, lr=self.defaults[\"lr\"])\n")]}),
-        "adamw-bias-correction-one-step-late": (ADAMW, 0.0, {ADAMW: [("                t = state[\"step\"]\n",
+        "adamw-bias-correction-one-step-ahead": (ADAMW, 0.0, {ADAMW: [("                t = state[\"step\"]\n",
                                                                       "                t = state[\"step\"] + 1\n")]}),
         # The visible test calls step(closure) too (the hidden test's groups run needs it).
         "adamw-loss-not-returned": (ADAMW, 0.0, {ADAMW: [("        return loss", "        return None")]}),
