@@ -288,9 +288,12 @@ def scored_sentiment_accuracy(state: dict[str, torch.Tensor], *, reviews: int) -
 
     Chapter 6's exercise trains such a head for credit; the grader calls this in its own
     process, on vectors it computes itself, so no code of the student's decides the figure.
-    A state of another form raises ``ValueError``."""
+    A state of another form raises ``ValueError``; weights that hold NaN or infinity score NaN
+    (an argmax over NaN scores would answer the first label and score its share)."""
     if sorted(state) != ["bias", "weight"]:
         raise ValueError(f"the weights should be a linear layer's (weight, bias), got {sorted(state)[:8]}")
+    if not all(torch.isfinite(tensor).all() for tensor in state.values()):
+        return math.nan
     vectors, labels = review_vectors("valid", reviews)
     weight, bias = state["weight"].float(), state["bias"].float()
     if weight.shape != (2, vectors.shape[1]) or bias.shape != (2,):
@@ -306,7 +309,7 @@ def scored_fine_tuned_accuracy(state: dict[str, torch.Tensor], *, reviews: int) 
 
     Chapter 6's exercise fine-tunes such a classifier for credit; the grader calls this in its own
     process.  A state without the classifier's weights, with a name the model does not have or a
-    tensor of the wrong shape raises ``ValueError``."""
+    tensor of the wrong shape raises ``ValueError``; weights that hold NaN or infinity score NaN."""
     from nlpbook.corpora import rotten_tomatoes
 
     encoder, tokenizer = load_minilm()
@@ -320,6 +323,8 @@ def scored_fine_tuned_accuracy(state: dict[str, torch.Tensor], *, reviews: int) 
             raise ValueError(f"the classifier has no weight named {name!r}")
         if tuple(tensor.shape) != tuple(known[name].shape):
             raise ValueError(f"{name} should be {tuple(known[name].shape)}, got {tuple(tensor.shape)}")
+    if not all(torch.isfinite(tensor).all() for tensor in state.values()):
+        return math.nan
     model.load_state_dict({name: tensor.float() for name, tensor in state.items()}, strict=False)
     return classifier_accuracy(model, tokenizer, rotten_tomatoes("valid")[:reviews])
 

@@ -159,7 +159,8 @@ def paraphrase_pairs(source: Verses, target: Verses, n: int, vocabulary: PieceVo
 def corrupt(ids: torch.Tensor, vocabulary: PieceVocabulary, rate: float = 0.15,
             generator: torch.Generator | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """BERT's masked-LM corruption, as the masked-lm page writes it: pick ``rate`` of the
-    positions that hold no special piece; of those, 80% become ``[MASK]``, 10% a random piece,
+    positions that hold no ``[PAD]``, ``[CLS]`` or ``[SEP]`` (``[UNK]`` is picked like any piece, as
+    in BERT); of those, 80% become ``[MASK]``, 10% a random piece,
     10% stay.  Returns (corrupted ids, labels), the labels -100 where nothing was picked."""
     special = (ids == vocabulary.pad) | (ids == vocabulary.cls) | (ids == vocabulary.sep)
     picked = torch.bernoulli(torch.full(ids.shape, rate), generator=generator).bool() & ~special

@@ -11,8 +11,9 @@ compares the models, not one model's luck with its settings:
 - a **linear warm-up** over ``warmup`` steps times a **cosine decay** to ``min_lr_ratio`` of the
   peak rate at the end of the budget, over the whole budget (nanoGPT starts its cosine when the
   warm-up ends; here it has begun by then, so with a warm-up of a tenth of the budget the rate
-  peaks at 98% of ``lr``); the budget may be steps or seconds, so the decay follows whichever the
-  run is given (:meth:`Recipe.lr_factor`);
+  peaks at 98% of ``lr``, with half the budget at 57%, and :func:`nlpbook.train.train` refuses a
+  warm-up longer than a budget of steps, whose rate would end below the floor); the budget may be
+  steps or seconds, so the decay follows whichever the run is given (:meth:`Recipe.lr_factor`);
 - the gradient's norm **clipped** at ``clip``;
 - **bfloat16** autocast on a GPU (the matrix products run at the tensor cores' rate, the weights
   and the optimizer stay float32); float32 on a CPU, where bfloat16 is slower.
@@ -46,8 +47,11 @@ class Recipe:
     bf16: bool = True
 
     def __post_init__(self):
-        if self.lr <= 0 or self.weight_decay < 0 or self.warmup < 0 or not 0 <= self.min_lr_ratio <= 1:
-            raise ValueError(f"a recipe needs lr > 0, weight_decay >= 0, warmup >= 0 and 0 <= min_lr_ratio <= 1: {self}")
+        if (self.lr <= 0 or self.weight_decay < 0 or self.warmup < 0 or not 0 <= self.min_lr_ratio <= 1
+                or (self.clip is not None and self.clip <= 0)):
+            # a clip of 0 zeroes every update, and a negative one turns the gradient round
+            raise ValueError(f"a recipe needs lr > 0, weight_decay >= 0, warmup >= 0, 0 <= min_lr_ratio <= 1 "
+                             f"and clip > 0 (or None): {self}")
 
     def optimizer(self, model: nn.Module) -> torch.optim.AdamW:
         """AdamW over the trainable weights, in :func:`decay_groups`: matrices with weight decay,

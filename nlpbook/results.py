@@ -282,7 +282,8 @@ def verdict_table(results: dict[str, Runs], *, against: dict[str, float] | None 
     book's one rule: the cell in row ``a`` and column ``b`` is ``a.versus(b).word`` ("ahead",
     "level", "behind"), empty on the diagonal.  Where too few runs stand behind a cell for its word
     to be evidence (equal models would get a word more often than :data:`MOST_FALSE_POSITIVES`: one
-    or two runs a side), the cell says :data:`NO_VERDICT`."""
+    or two runs a side, one run against fewer than seven, one or two against a number), the cell says
+    :data:`NO_VERDICT`; 2 runs against 3 (1 in 5) get a word."""
     against = dict(against or {})
     table = Table([first_column, *results, *against])
     for name, ours in results.items():

@@ -38,7 +38,7 @@ class LMSize:
     lstm_layers: int = 2
 
 
-# About 0.2M, 0.8M, 4.7M and 14M weights for a vocabulary of 60 characters.
+# About 0.2M, 0.8M, 4.8M and 14M weights for a vocabulary of 60 characters.
 SIZES = {size.name: size for size in (
     LMSize("XS", 64, 4, 4),
     LMSize("S", 128, 4, 4),

@@ -239,11 +239,16 @@ def train(
         raise ValueError(f"seconds must be positive, got {seconds}")
     if evals is not None and (evals < 1 or eval_every is not None):
         raise ValueError(f"give evals (at least 1) or eval_every, not both: {evals}, {eval_every}")
+    if eval_every is not None and eval_every < 1:
+        raise ValueError(f"eval_every must be at least 1, got {eval_every}")
     device = device or next(model.parameters()).device
     recipe = optimizer if isinstance(optimizer, Recipe) else None
     if recipe is not None:
         if clip_grad_norm is not None or scheduler is not None:
             raise ValueError("a recipe clips and schedules itself: give no clip_grad_norm or scheduler with it")
+        if steps is not None and recipe.warmup > steps:
+            raise ValueError(f"the recipe warms up over {recipe.warmup} steps, longer than the run's {steps}: its "
+                             "rate would never reach lr, and would end below min_lr_ratio * lr; give a shorter warmup")
         optimizer, clip_grad_norm = recipe.optimizer(model), recipe.clip
     history = History()
     stream = _cycle(batches)
@@ -273,6 +278,9 @@ def train(
                     loss = loss_fn(model, to_device(next(stream), device))
             else:
                 loss = loss_fn(model, to_device(next(stream), device))
+            if loss.dim() != 0:
+                raise ValueError(f"loss_fn should return one number (a 0-d tensor), got shape {tuple(loss.shape)}: "
+                                 "take the mean over the batch")
             if not torch.isfinite(loss):
                 raise FloatingPointError(f"the loss became {loss.item()} at step {step}")
             optimizer.zero_grad(set_to_none=True)

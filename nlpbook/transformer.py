@@ -125,6 +125,8 @@ class MultiHeadAttention(nn.Module):
                                                      is_causal=causal)
             return self.merge(context)
         scores = q @ k.transpose(-2, -1) / math.sqrt(self.head_width)                   # (B, H, T, S)
+        if causal and mask is None:  # the triangle the fused path builds for itself
+            mask = causal_mask(q.shape[2], q.device)                                    # (T, T)
         if mask is not None:
             scores = scores.masked_fill(~mask, float("-inf"))
         # a query that sees no key gets zeros, as the fused path gives it (chapter 4's two-sided guard)
@@ -232,6 +234,8 @@ def sampling_probs(logits: torch.Tensor, temperature: float = 1.0, top_k: int | 
     likeliest tokens and renormalized; ``temperature=0`` means greedy (all mass on the argmax)."""
     if temperature < 0:
         raise ValueError(f"temperature must be >= 0, got {temperature}")
+    if top_k is not None and top_k < 1:
+        raise ValueError(f"top_k must be at least 1 (or None for every token), got {top_k}")
     if temperature == 0:
         return F.one_hot(logits.argmax(-1), logits.shape[-1]).to(logits.dtype)
     logits = logits / temperature
@@ -325,6 +329,11 @@ class DecoderOnlyLM(nn.Module):
         between half and all of the context.  ``cache=False`` reads every step's window whole, the
         same windows, and gives the same tokens.  It samples in eval mode (no dropout) and leaves the
         model in the mode it found it in."""
+        if ids.dim() != 2 or ids.shape[1] < 1:
+            raise ValueError(f"generate needs a prompt of at least one token a row, (B, T), got {tuple(ids.shape)}")
+        if self.context < 2:
+            raise ValueError(f"generate restarts from the last half of the context, which a context of "
+                             f"{self.context} does not have")
         window = max(0, ids.shape[1] - self.context)  # where the window starts in ids
         caches = None
         for _ in range(new_tokens):

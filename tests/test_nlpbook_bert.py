@@ -1,4 +1,6 @@
 """nlpbook.bert against transformers.BertModel: a tiny random BERT with copied weights, then the real checkpoint."""
+import math
+
 import pytest
 import torch
 
@@ -142,6 +144,9 @@ def test_scored_sentiment_accuracy_is_the_accuracy_of_that_head_on_the_minilm_ve
         bert.scored_sentiment_accuracy({"classifier.weight": torch.zeros(2, 384)}, reviews=40)
     with pytest.raises(ValueError, match="weight \\(2, 384\\)"):
         bert.scored_sentiment_accuracy({"weight": torch.zeros(3, 384), "bias": torch.zeros(3)}, reviews=40)
+    # NaN scores would all answer the first label, whose share is a plausible accuracy
+    nan_head = {"weight": torch.full((2, 384), float("nan")), "bias": torch.zeros(2)}
+    assert math.isnan(bert.scored_sentiment_accuracy(nan_head, reviews=40))
 
 
 def test_sentence_classifier_reads_the_mean_of_the_real_tokens():

@@ -34,4 +34,13 @@ def test_known_chips_have_a_peak_and_others_none():
     assert peak_flops("NVIDIA H100 PCIe") == 756e12
     assert peak_flops("NVIDIA L40") == 181e12 and peak_flops("NVIDIA L4") == 121e12  # not the L4's
     assert peak_flops("NVIDIA H100 NVL") == 835e12
+    assert peak_flops("NVIDIA H200") == 989e12 and peak_flops("NVIDIA H200 NVL") == 835e12
+
+
+def test_pytorchs_own_attention_and_recurrent_cells_count_their_products():
+    # nn.MultiheadAttention keeps q, k and v in one in_proj_weight (3 D^2) beside its out_proj Linear
+    layer = nn.TransformerEncoderLayer(32, 4, 64)
+    assert matrix_weights(layer) == 4 * 32 * 32 + 2 * 32 * 64
+    assert matrix_weights(nn.LSTMCell(8, 16)) == 4 * 16 * (8 + 16)
+    assert matrix_weights(nn.GRUCell(8, 16)) == 3 * 16 * (8 + 16)
     assert peak_flops("Some other chip") is None

@@ -67,3 +67,16 @@ def test_the_schedule_warms_up_linearly_then_follows_a_cosine_to_its_floor():
     assert [constant.lr_factor(step, step / 10) for step in range(2, 11)] == pytest.approx([0.75] + [1.0] * 8)
     with pytest.raises(ValueError, match="min_lr_ratio"):
         Recipe(lr=1.0, min_lr_ratio=2.0)
+    # a clip of 0 zeroes every update and a negative one climbs the loss
+    for clip in (0.0, -1.0):
+        with pytest.raises(ValueError, match="clip > 0"):
+            Recipe(lr=1.0, clip=clip)
+    Recipe(lr=1.0, clip=None)  # no clipping at all is allowed
+
+
+def test_the_recipe_computes_in_float32_on_a_cpu():
+    import contextlib
+
+    assert isinstance(Recipe(lr=1.0).autocast(torch.device("cpu")), contextlib.nullcontext)
+    with Recipe(lr=1.0).autocast(torch.device("cpu")):
+        assert (torch.ones(2, 2) @ torch.ones(2, 2)).dtype == torch.float32

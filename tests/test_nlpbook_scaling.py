@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from nlpbook.charlm import CharData, CharRNN
-from nlpbook.scaling import SIZES, LMSize, build, lstm_hidden, train_lm
+from nlpbook.scaling import SIZES, LMSize, build, flops_per_token, lstm_hidden, train_lm
 from nlpbook.transformer import DecoderOnlyLM
 
 TINY = LMSize("tiny", width=16, layers=2, heads=2, lstm_layers=2)
@@ -32,6 +32,18 @@ def test_both_families_of_a_size_have_as_many_weights(size):
     assert abs(weights(lstm) - weights(transformer)) / weights(transformer) < 0.02
     with pytest.raises(ValueError, match="family"):
         build("GRU", size, vocab=60, context=64)
+
+
+def test_flops_per_token_match_a_count_by_hand():
+    # Per layer the Transformer multiplies by q, k, v, out (4 D^2) and a feed-forward network of
+    # 4D (8 D^2); its tied output layer by V x D; attention adds 12 L D context (PaLM's count).
+    # The LSTM: 4H(E + H) for the first layer, 8H^2 for the second, H x V out.
+    V, context, D, L, H = 30, 32, TINY.width, TINY.layers, 20
+    transformer = build("Transformer", TINY, V, context)
+    assert flops_per_token(transformer, "Transformer", TINY, context) == 6 * (12 * L * D * D + V * D) + 12 * L * D * context
+    lstm = build("LSTM", TINY, V, context)
+    assert lstm.rnn.hidden_size == H
+    assert flops_per_token(lstm, "LSTM", TINY, context) == 6 * (4 * H * (D + H) + 8 * H * H + H * V)
 
 
 def test_train_lm_reports_a_curve_in_steps_tokens_and_flops_and_learns():

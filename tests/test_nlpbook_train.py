@@ -4,6 +4,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from nlpbook.recipe import Recipe
 from nlpbook.train import History, length_grouped_batches, to_device, train
 from tiny_lm import lm_batches, lm_loss, tiny_lm
 
@@ -202,12 +203,25 @@ def test_length_grouped_batches_cover_the_epoch_once_and_cut_the_padding():
         length_grouped_batches(lengths, 0, torch.Generator())
 
 
-@pytest.mark.parametrize("steps, evals", [(10, 10), (100, 10), (800, 5), (30, 3)])
+@pytest.mark.parametrize("steps, evals", [(10, 10), (100, 10), (800, 5), (30, 3), (10, 3), (7, 4)])
 def test_evaluations_fall_on_the_exact_shares_of_a_budget_of_steps(steps, evals):
     # Adding up 1 / evals drifted: 10 evaluations of 10 steps once skipped step 3, 5 of 800 came at 481.
+    # Each comes at the first step that has used its share: 3 of 10 steps at 4, 7 and 10.
     history = train(tiny_lm(), lm_batches(), lm_loss, torch.optim.SGD(tiny_lm().parameters(), lr=0.0),
                     steps=steps, evaluate=lambda model: {"seen": 1.0}, evals=evals, progress=False)
-    assert history.eval_steps == [steps * k // evals for k in range(1, evals + 1)]
+    assert history.eval_steps == [-(-steps * k // evals) for k in range(1, evals + 1)]
+
+
+def test_a_budget_shorter_than_the_warm_up_or_a_loss_of_many_numbers_is_refused():
+    model = tiny_lm()
+    with pytest.raises(ValueError, match="warms up over 100 steps, longer than the run's 50"):
+        train(model, lm_batches(), lm_loss, Recipe(lr=1e-2), steps=50, progress=False)
+    with pytest.raises(ValueError, match="one number"):
+        train(model, lm_batches(), lambda m, batch: lm_loss(m, batch).repeat(3), torch.optim.SGD(
+            model.parameters(), lr=0.0), steps=2, progress=False)
+    with pytest.raises(ValueError, match="eval_every must be at least 1"):
+        train(model, lm_batches(), lm_loss, torch.optim.SGD(model.parameters(), lr=0.0), steps=2, eval_every=0,
+              evaluate=lambda m: {}, progress=False)
 
 
 def test_a_namedtuple_batch_keeps_its_fields_on_the_device():

@@ -101,6 +101,8 @@ def test_sampling_probs_temperature_and_top_k():
     assert sampling_probs(logits, temperature=0).tolist() == [[1.0, 0.0, 0.0, 0.0]]
     with pytest.raises(ValueError, match="temperature"):
         sampling_probs(logits, temperature=-1)
+    with pytest.raises(ValueError, match="top_k must be at least 1"):
+        sampling_probs(logits, top_k=0)
 
 
 def test_the_language_model_is_causal_and_generates():
@@ -116,6 +118,20 @@ def test_the_language_model_is_causal_and_generates():
     assert out.shape == (2, 13) and torch.equal(out[:, :3], ids[:, :3])
     with pytest.raises(ValueError, match="context"):
         model(torch.zeros(1, 9, dtype=torch.long))
+    with pytest.raises(ValueError, match="at least one token"):
+        model.generate(ids[:, :0], 3)
+
+
+def test_causal_attention_gives_the_same_weights_with_or_without_the_mask_passed():
+    torch.manual_seed(6)
+    attention = MultiHeadAttention(16, 2).eval()
+    x = torch.randn(2, 5, 16)
+    fused = attention(x, x, x, causal=True)
+    out, probs = attention(x, x, x, causal=True, return_probs=True)
+    assert torch.allclose(out, fused, atol=1e-6)
+    assert torch.equal(probs.triu(1), torch.zeros_like(probs))  # nothing above the diagonal
+    _, with_mask = attention(x, x, x, causal_mask(5), causal=True, return_probs=True)
+    assert torch.allclose(probs, with_mask)
 
 
 @pytest.mark.parametrize("norm_first", [True, False])
