@@ -6,6 +6,8 @@ from typing import Sequence
 
 import matplotlib.pyplot as plt
 import torch
+from matplotlib.text import Text
+from matplotlib.transforms import Bbox
 
 #: The widest figure the book shows at its natural size, in inches: sphinx-book-theme gives a
 #: figure 768 px of its text column at desktop width, and the book's style draws 100 px to the
@@ -169,6 +171,60 @@ def project_2d(vectors: torch.Tensor) -> torch.Tensor:
     return (centered @ v[:2].T).float()  # (N, 2)
 
 
+# Where a label may sit around its point, in the order tried: beside it on a diagonal first,
+# then above or below, then level with it; each at the distances (points) of LABEL_DISTANCES.
+LABEL_SIDES = ((1, 1), (1, -1), (-1, 1), (-1, -1), (0, 1), (0, -1), (1, 0), (-1, 0))
+LABEL_DISTANCES = (3, 10, 18, 28)
+
+
+def label_points(ax: plt.Axes, points: Sequence[tuple[float, float]], labels: Sequence[str],
+                 fontsize: float = 10) -> list:
+    """Write ``labels[i]`` beside ``points[i]`` (data coordinates), each where it overlaps no label
+    written before it, no other point and no edge of the axes; the first side tried that is free
+    wins.  A label that finds no free side near its point goes further out, joined to it by a thin
+    line; one that finds none at all takes the first side.  Returns the labels' Text objects.
+
+    Placed with the axes' current limits and size: words whose vectors nearly coincide (blaze and
+    government, say) would otherwise print on top of each other, unreadable."""
+    ax.autoscale_view()
+    renderer = ax.figure.canvas.get_renderer()
+    frame = ax.get_window_extent(renderer)
+    pixels = ax.transData.transform(points) if len(points) else []  # (N, 2) display coordinates
+    radius = 4  # a marker of s=12 is about 3.5 points across; a little room around it
+    dots = [Bbox.from_bounds(x - radius, y - radius, 2 * radius, 2 * radius) for x, y in pixels]
+    line = {"arrowstyle": "-", "color": "0.55", "lw": 0.6, "shrinkA": 0, "shrinkB": 2}
+
+    def text_box(text):  # the words alone, not the line, where the annotation puts them
+        text.update_positions(renderer)
+        return Text.get_window_extent(text, renderer)
+
+    def write(label, x, y, sx, sy, distance):
+        return ax.annotate(label, (x, y), xytext=(sx * distance, sy * distance), textcoords="offset points",
+                           ha={1: "left", -1: "right", 0: "center"}[sx], va={1: "bottom", -1: "top", 0: "center"}[sy],
+                           fontsize=fontsize, arrowprops=line if distance > LABEL_DISTANCES[0] else None)
+
+    written, boxes = [], []
+    for i, ((x, y), label) in enumerate(zip(points, labels)):
+        others = boxes + dots[:i] + dots[i + 1:]
+        chosen = None
+        for distance in LABEL_DISTANCES:
+            for sx, sy in LABEL_SIDES:
+                text = write(label, x, y, sx, sy, distance)
+                box = text_box(text)
+                inside = frame.x0 <= box.x0 and box.x1 <= frame.x1 and frame.y0 <= box.y0 and box.y1 <= frame.y1
+                if inside and not any(box.overlaps(other) for other in others):
+                    chosen = text
+                    break
+                text.remove()
+            if chosen is not None:
+                break
+        if chosen is None:
+            chosen = write(label, x, y, *LABEL_SIDES[0], LABEL_DISTANCES[0])
+        written.append(chosen)
+        boxes.append(text_box(chosen))
+    return written
+
+
 def word_map(
     vectors: torch.Tensor,
     words: Sequence[str],
@@ -185,8 +241,7 @@ def word_map(
     if ax is None:
         _, ax = plt.subplots(figsize=(6, 5))
     ax.scatter(points[:, 0], points[:, 1], s=12, color="tab:blue")
-    for (x, y), word in zip(points.tolist(), words):
-        ax.annotate(word, (x, y), xytext=(3, 3), textcoords="offset points", fontsize=10)
+    label_points(ax, points.tolist(), words)
     where = {word: points[i] for i, word in enumerate(words)}
     for start, end in arrows:
         (x0, y0), (x1, y1) = where[start].tolist(), where[end].tolist()

@@ -1,4 +1,5 @@
 import matplotlib
+import matplotlib.text
 
 matplotlib.use("Agg")
 
@@ -60,9 +61,31 @@ def test_word_map_labels_every_word_and_draws_arrows():
     ax = plot.word_map(vectors, ["man", "king", "woman", "queen"], arrows=[("man", "king"), ("woman", "queen")])
     texts = [t.get_text() for t in ax.texts]
     assert sorted(t for t in texts if t) == ["king", "man", "queen", "woman"]
-    assert sum(1 for t in ax.texts if t.arrow_patch is not None) == 2
+    # the analogy arrows are the annotations without text (a label's line back to its point has its word)
+    assert sum(1 for t in ax.texts if t.arrow_patch is not None and not t.get_text()) == 2
     with pytest.raises(ValueError, match="3 words for 4 vectors"):
         plot.word_map(vectors, ["a", "b", "c"])
+
+
+def test_word_map_keeps_the_labels_of_nearly_equal_vectors_apart():
+    # Four tight clusters of four words, as a map of topics has: written at one offset from each
+    # point, the words of a cluster print over one another.
+    generator = torch.Generator().manual_seed(0)
+    centres = torch.randn(4, 20, generator=generator)
+    vectors = torch.cat([centre + 0.05 * torch.randn(4, 20, generator=generator) for centre in centres])
+    words = [f"word-{i:02d}" for i in range(16)]
+    ax = plot.word_map(vectors, words)
+    renderer = ax.figure.canvas.get_renderer()
+    ax.figure.canvas.draw()
+    labels = [t for t in ax.texts if t.get_text()]
+    boxes = [matplotlib.text.Text.get_window_extent(t, renderer) for t in labels]
+    clashes = [(a.get_text(), b.get_text()) for i, (a, box) in enumerate(zip(labels, boxes))
+               for b, other in zip(labels[i + 1:], boxes[i + 1:]) if box.overlaps(other)]
+    assert len(labels) == 16 and not clashes
+    frame = ax.get_window_extent(renderer)
+    assert all(frame.x0 <= box.x0 and box.x1 <= frame.x1 and frame.y0 <= box.y0 and box.y1 <= frame.y1
+               for box in boxes)
+    plt.close(ax.figure)
 
 
 def test_plain_log_ticks_label_log_axes_with_plain_numbers():
