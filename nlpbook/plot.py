@@ -148,17 +148,26 @@ def plot_curves(
     return ax
 
 
+#: A log-scaled y axis that spans fewer powers of ten than this is labelled at every whole
+#: multiple of each power (3, 4, 5, 6): at 1, 2 and 5 times each, it would show one or two labels.
+NARROW_LOG_SPAN = 0.7
+
+
 def plain_log_ticks(ax: plt.Axes, xs: Sequence[float] | None = None) -> plt.Axes:
     """Label log-scaled axes with plain numbers ("64", "0.5") instead of powers of ten: the
     x ticks at ``xs`` when given (the lengths or sizes measured), the y ticks at 1, 2 and 5
-    times each power of ten."""
+    times each power of ten, or at every whole multiple of it on an axis narrower than
+    ``NARROW_LOG_SPAN`` powers of ten.  Call it once the data are drawn: it reads the y limits."""
     from matplotlib.ticker import FormatStrFormatter, LogLocator, NullFormatter
 
     if xs is not None:
         ax.set_xticks(list(xs), [f"{x:g}" for x in xs])
         ax.xaxis.set_minor_formatter(NullFormatter())
     if ax.get_yscale() == "log":
-        ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+        low, high = ax.get_ylim()
+        narrow = math.log10(high / low) < NARROW_LOG_SPAN
+        subs = tuple(float(k) for k in range(1, 10)) if narrow else (1.0, 2.0, 5.0)
+        ax.yaxis.set_major_locator(LogLocator(base=10, subs=subs))
         ax.yaxis.set_major_formatter(FormatStrFormatter("%g"))
         ax.yaxis.set_minor_formatter(NullFormatter())
     return ax

@@ -101,6 +101,20 @@ def test_plain_log_ticks_label_log_axes_with_plain_numbers():
     plt.close(fig)
 
 
+def test_plain_log_ticks_label_every_whole_multiple_on_a_narrow_axis():
+    # Perplexities from 3 to 6.5: at 1, 2 and 5 times each power of ten only "5" would be labelled,
+    # and matplotlib's own labels read 3 x 10^0.
+    fig, ax = plt.subplots()
+    ax.plot([1, 2, 3], [6.5, 4.0, 3.0])
+    ax.set(yscale="log")
+    plain_log_ticks(ax)
+    fig.canvas.draw()
+    low, high = ax.get_ylim()
+    shown = [t.get_text() for t in ax.get_yticklabels() if t.get_text() and low <= float(t.get_text()) <= high]
+    assert shown == ["3", "4", "5", "6"]
+    plt.close(fig)
+
+
 def test_book_style_sets_the_column_width_and_one_colour_map():
     import nlpbook
 
