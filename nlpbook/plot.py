@@ -164,8 +164,8 @@ def plain_log_ticks(ax: plt.Axes, xs: Sequence[float] | None = None) -> plt.Axes
         ax.set_xticks(list(xs), [f"{x:g}" for x in xs])
         ax.xaxis.set_minor_formatter(NullFormatter())
     if ax.get_yscale() == "log":
-        low, high = ax.get_ylim()
-        narrow = math.log10(high / low) < NARROW_LOG_SPAN
+        low, high = sorted(ax.get_ylim())  # an inverted axis reads them the other way round
+        narrow = 0 < low and math.log10(high / low) < NARROW_LOG_SPAN
         subs = tuple(float(k) for k in range(1, 10)) if narrow else (1.0, 2.0, 5.0)
         ax.yaxis.set_major_locator(LogLocator(base=10, subs=subs))
         ax.yaxis.set_major_formatter(FormatStrFormatter("%g"))
@@ -180,26 +180,29 @@ def project_2d(vectors: torch.Tensor) -> torch.Tensor:
     return (centered @ v[:2].T).float()  # (N, 2)
 
 
-# Where a label may sit around its point, in the order tried: beside it on a diagonal first,
-# then above or below, then level with it; each at the distances (points) of LABEL_DISTANCES.
-LABEL_SIDES = ((1, 1), (1, -1), (-1, 1), (-1, -1), (0, 1), (0, -1), (1, 0), (-1, 0))
-LABEL_DISTANCES = (3, 10, 18, 28)
+# Where a label may sit around its point, in the order tried: the four diagonals, above and
+# below, level with it, then the sixteenths of the circle between; each at the distances
+# (points) of LABEL_DISTANCES, nearest first.
+LABEL_ANGLES = (45, 315, 135, 225, 90, 270, 0, 180, 22.5, 337.5, 157.5, 202.5, 67.5, 292.5, 112.5, 247.5)
+LABEL_DISTANCES = (3, 10, 18, 28, 40, 55)
 
 
 def label_points(ax: plt.Axes, points: Sequence[tuple[float, float]], labels: Sequence[str],
-                 fontsize: float = 10) -> list:
-    """Write ``labels[i]`` beside ``points[i]`` (data coordinates), each where it overlaps no label
-    written before it, no other point and no edge of the axes; the first side tried that is free
-    wins.  A label that finds no free side near its point goes further out, joined to it by a thin
-    line; one that finds none at all takes the first side.  Returns the labels' Text objects.
+                 fontsize: float = 10) -> list[str]:
+    """Write ``labels[i]`` beside ``points[i]`` (data coordinates), each at the first place tried
+    (``LABEL_ANGLES`` at ``LABEL_DISTANCES``) where it overlaps no label written before it, no
+    other point and no edge of the axes; a label further than the nearest distance gets a thin
+    line back to its point.  Returns the labels that found no such place: each is written at the
+    first place tried, where it may cover something.
 
-    Placed with the axes' current limits and size: words whose vectors nearly coincide (blaze and
-    government, say) would otherwise print on top of each other, unreadable."""
+    Placed for the axes' current limits and size, so call it once the figure's layout is set:
+    words whose vectors nearly coincide (blaze and government, say) would otherwise print on top
+    of each other, unreadable."""
     ax.autoscale_view()
     renderer = ax.figure.canvas.get_renderer()
     frame = ax.get_window_extent(renderer)
     pixels = ax.transData.transform(points) if len(points) else []  # (N, 2) display coordinates
-    radius = 4  # a marker of s=12 is about 3.5 points across; a little room around it
+    radius = renderer.points_to_pixels(4)  # a marker of s=12 is 3.5 points across, and some room
     dots = [Bbox.from_bounds(x - radius, y - radius, 2 * radius, 2 * radius) for x, y in pixels]
     line = {"arrowstyle": "-", "color": "0.55", "lw": 0.6, "shrinkA": 0, "shrinkB": 2}
 
@@ -207,18 +210,20 @@ def label_points(ax: plt.Axes, points: Sequence[tuple[float, float]], labels: Se
         text.update_positions(renderer)
         return Text.get_window_extent(text, renderer)
 
-    def write(label, x, y, sx, sy, distance):
-        return ax.annotate(label, (x, y), xytext=(sx * distance, sy * distance), textcoords="offset points",
-                           ha={1: "left", -1: "right", 0: "center"}[sx], va={1: "bottom", -1: "top", 0: "center"}[sy],
+    def write(label, x, y, angle, distance):
+        dx, dy = math.cos(math.radians(angle)), math.sin(math.radians(angle))
+        return ax.annotate(label, (x, y), xytext=(distance * dx, distance * dy), textcoords="offset points",
+                           ha="left" if dx > 0.3 else "right" if dx < -0.3 else "center",
+                           va="bottom" if dy > 0.3 else "top" if dy < -0.3 else "center",
                            fontsize=fontsize, arrowprops=line if distance > LABEL_DISTANCES[0] else None)
 
-    written, boxes = [], []
+    boxes, crowded = [], []
     for i, ((x, y), label) in enumerate(zip(points, labels)):
         others = boxes + dots[:i] + dots[i + 1:]
         chosen = None
         for distance in LABEL_DISTANCES:
-            for sx, sy in LABEL_SIDES:
-                text = write(label, x, y, sx, sy, distance)
+            for angle in LABEL_ANGLES:
+                text = write(label, x, y, angle, distance)
                 box = text_box(text)
                 inside = frame.x0 <= box.x0 and box.x1 <= frame.x1 and frame.y0 <= box.y0 and box.y1 <= frame.y1
                 if inside and not any(box.overlaps(other) for other in others):
@@ -228,10 +233,10 @@ def label_points(ax: plt.Axes, points: Sequence[tuple[float, float]], labels: Se
             if chosen is not None:
                 break
         if chosen is None:
-            chosen = write(label, x, y, *LABEL_SIDES[0], LABEL_DISTANCES[0])
-        written.append(chosen)
+            crowded.append(label)
+            chosen = write(label, x, y, LABEL_ANGLES[0], LABEL_DISTANCES[0])
         boxes.append(text_box(chosen))
-    return written
+    return crowded
 
 
 def word_map(
@@ -250,13 +255,13 @@ def word_map(
     if ax is None:
         _, ax = plt.subplots(figsize=(6, 5))
     ax.scatter(points[:, 0], points[:, 1], s=12, color="tab:blue")
-    label_points(ax, points.tolist(), words)
-    where = {word: points[i] for i, word in enumerate(words)}
-    for start, end in arrows:
-        (x0, y0), (x1, y1) = where[start].tolist(), where[end].tolist()
-        ax.annotate("", xy=(x1, y1), xytext=(x0, y0), arrowprops={"arrowstyle": "->", "color": "tab:red", "alpha": 0.6})
     ax.set_xticks([])
     ax.set_yticks([])
     if title:
         ax.set_title(title)
+    label_points(ax, points.tolist(), words)  # once the axes hold all but the labels and arrows
+    where = {word: points[i] for i, word in enumerate(words)}
+    for start, end in arrows:
+        (x0, y0), (x1, y1) = where[start].tolist(), where[end].tolist()
+        ax.annotate("", xy=(x1, y1), xytext=(x0, y0), arrowprops={"arrowstyle": "->", "color": "tab:red", "alpha": 0.6})
     return ax
