@@ -6,6 +6,7 @@ from typing import Sequence
 
 import matplotlib.pyplot as plt
 import torch
+from matplotlib.path import Path
 from matplotlib.text import Text
 from matplotlib.transforms import Bbox
 
@@ -148,29 +149,49 @@ def plot_curves(
     return ax
 
 
-#: A log-scaled y axis that spans fewer powers of ten than this is labelled at every whole
-#: multiple of each power (3, 4, 5, 6): at 1, 2 and 5 times each, it would show one or two labels.
-NARROW_LOG_SPAN = 0.7
+#: The multiples of each power of ten that label a log axis, sparsest first: an axis takes the
+#: first set that puts at least ``MIN_LOG_LABELS`` labels inside it.  Across a power of ten or
+#: less, 1, 2 and 5 times each would leave one or two labels (0.1 and 0.2 on an axis from 0.055
+#: to 0.3; 5 alone from 3 to 6.5).
+LOG_LABEL_MULTIPLES = ((1.0, 2.0, 5.0), (1.0, 1.5, 2.0, 3.0, 5.0, 7.0), tuple(float(k) for k in range(1, 10)))
+MIN_LOG_LABELS = 3
 
 
-def plain_log_ticks(ax: plt.Axes, xs: Sequence[float] | None = None) -> plt.Axes:
+def plain_log_ticks(ax: plt.Axes, xs: Sequence[float] | None = None, *, plain_x: bool = False) -> plt.Axes:
     """Label log-scaled axes with plain numbers ("64", "0.5") instead of powers of ten: the
-    x ticks at ``xs`` when given (the lengths or sizes measured), the y ticks at 1, 2 and 5
-    times each power of ten, or at every whole multiple of it on an axis narrower than
-    ``NARROW_LOG_SPAN`` powers of ten.  Call it once the data are drawn: it reads the y limits."""
-    from matplotlib.ticker import FormatStrFormatter, LogLocator, NullFormatter
+    x ticks at ``xs`` when given (the lengths or sizes measured), the y ticks (and, with
+    ``plain_x``, the x ticks) at 1, 2 and 5 times each power of ten, or closer on a narrow axis
+    (``LOG_LABEL_MULTIPLES``).  Call it once the data are drawn: it reads the limits.
+
+    ``plain_x`` is not the default because an axis across many powers of ten (characters
+    trained, 10^5 to 10^7) reads better as powers than as 100000, 200000 ..."""
+    from matplotlib.ticker import NullFormatter
 
     if xs is not None:
         ax.set_xticks(list(xs), [f"{x:g}" for x in xs])
         ax.xaxis.set_minor_formatter(NullFormatter())
+    elif plain_x and ax.get_xscale() == "log":
+        _label_log_axis_plainly(ax.xaxis, ax.get_xlim())
     if ax.get_yscale() == "log":
-        low, high = sorted(ax.get_ylim())  # an inverted axis reads them the other way round
-        narrow = 0 < low and math.log10(high / low) < NARROW_LOG_SPAN
-        subs = tuple(float(k) for k in range(1, 10)) if narrow else (1.0, 2.0, 5.0)
-        ax.yaxis.set_major_locator(LogLocator(base=10, subs=subs))
-        ax.yaxis.set_major_formatter(FormatStrFormatter("%g"))
-        ax.yaxis.set_minor_formatter(NullFormatter())
+        _label_log_axis_plainly(ax.yaxis, ax.get_ylim())
     return ax
+
+
+def _label_log_axis_plainly(axis, limits: tuple[float, float]) -> None:
+    from matplotlib.ticker import FormatStrFormatter, LogLocator, NullFormatter
+
+    low, high = sorted(limits)  # an inverted axis reads them the other way round
+    for multiples in LOG_LABEL_MULTIPLES:
+        if low <= 0:  # no limits a log axis can have yet: the sparsest labels
+            break
+        # counted here: LogLocator's tick_values turns to evenly spaced ticks where its own fall short
+        powers = range(math.floor(math.log10(low)), math.ceil(math.log10(high)) + 1)
+        inside = [m * 10.0**p for p in powers for m in multiples if low <= m * 10.0**p <= high]
+        if len(inside) >= MIN_LOG_LABELS:
+            break
+    axis.set_major_locator(LogLocator(base=10, subs=multiples))
+    axis.set_major_formatter(FormatStrFormatter("%g"))
+    axis.set_minor_formatter(NullFormatter())
 
 
 def project_2d(vectors: torch.Tensor) -> torch.Tensor:
@@ -188,11 +209,13 @@ LABEL_DISTANCES = (3, 10, 18, 28, 40, 55)
 
 
 def label_points(ax: plt.Axes, points: Sequence[tuple[float, float]], labels: Sequence[str],
-                 fontsize: float = 10) -> list[str]:
+                 fontsize: float = 10,
+                 segments: Sequence[tuple[tuple[float, float], tuple[float, float]]] = ()) -> list[str]:
     """Write ``labels[i]`` beside ``points[i]`` (data coordinates), each at the first place tried
     (``LABEL_ANGLES`` at ``LABEL_DISTANCES``) where it overlaps no label written before it, no
-    other point and no edge of the axes; a label further than the nearest distance gets a thin
-    line back to its point.  Returns the labels that found no such place: each is written at the
+    other point, none of the ``segments`` (the arrows drawn between points, each a pair of points)
+    and no edge of the axes; a label further than the nearest distance gets a thin line back to
+    its point.  Returns the labels that found no such place: each is written at the
     first place tried, where it may cover something.
 
     Placed for the axes' current limits and size, so call it once the figure's layout is set:
@@ -204,6 +227,7 @@ def label_points(ax: plt.Axes, points: Sequence[tuple[float, float]], labels: Se
     pixels = ax.transData.transform(points) if len(points) else []  # (N, 2) display coordinates
     radius = renderer.points_to_pixels(4)  # a marker of s=12 is 3.5 points across, and some room
     dots = [Bbox.from_bounds(x - radius, y - radius, 2 * radius, 2 * radius) for x, y in pixels]
+    lines = [Path(ax.transData.transform(segment)) for segment in segments]  # display coordinates
     line = {"arrowstyle": "-", "color": "0.55", "lw": 0.6, "shrinkA": 0, "shrinkB": 2}
 
     def text_box(text):  # the words alone, not the line, where the annotation puts them
@@ -226,7 +250,8 @@ def label_points(ax: plt.Axes, points: Sequence[tuple[float, float]], labels: Se
                 text = write(label, x, y, angle, distance)
                 box = text_box(text)
                 inside = frame.x0 <= box.x0 and box.x1 <= frame.x1 and frame.y0 <= box.y0 and box.y1 <= frame.y1
-                if inside and not any(box.overlaps(other) for other in others):
+                if (inside and not any(box.overlaps(other) for other in others)
+                        and not any(path.intersects_bbox(box, filled=False) for path in lines)):
                     chosen = text
                     break
                 text.remove()
@@ -259,9 +284,10 @@ def word_map(
     ax.set_yticks([])
     if title:
         ax.set_title(title)
-    label_points(ax, points.tolist(), words)  # once the axes hold all but the labels and arrows
-    where = {word: points[i] for i, word in enumerate(words)}
-    for start, end in arrows:
-        (x0, y0), (x1, y1) = where[start].tolist(), where[end].tolist()
+    where = {word: points[i].tolist() for i, word in enumerate(words)}
+    segments = [(where[start], where[end]) for start, end in arrows]
+    # once the axes hold all but the labels and arrows, and clear of the arrows to come
+    label_points(ax, points.tolist(), words, segments=segments)
+    for (x0, y0), (x1, y1) in segments:
         ax.annotate("", xy=(x1, y1), xytext=(x0, y0), arrowprops={"arrowstyle": "->", "color": "tab:red", "alpha": 0.6})
     return ax

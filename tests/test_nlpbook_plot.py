@@ -1,4 +1,5 @@
 import matplotlib
+import matplotlib.path
 import matplotlib.text
 
 matplotlib.use("Agg")
@@ -91,6 +92,27 @@ def test_word_map_keeps_the_labels_of_nearly_equal_vectors_apart(seed):
     plt.close(fig)
 
 
+@pytest.mark.parametrize("seed", range(4))
+def test_word_map_writes_no_word_across_an_analogy_arrow(seed):
+    # Four analogy pairs, as glove's and word2vec's maps draw them: a word written at its first
+    # place may sit on the arrow that leaves its point.
+    generator = torch.Generator().manual_seed(seed)
+    vectors = torch.randn(8, 20, generator=generator)
+    words = ["man", "king", "woman", "queen", "paris", "france", "rome", "italy"]
+    pairs = [("man", "king"), ("woman", "queen"), ("paris", "france"), ("rome", "italy")]
+    fig, ax = plt.subplots(figsize=(6, 5))
+    plot.word_map(vectors, words, arrows=pairs, ax=ax)
+    renderer = fig.canvas.get_renderer()
+    fig.canvas.draw()
+    arrows = [t for t in ax.texts if not t.get_text()]
+    assert len(arrows) == len(pairs)
+    paths = [matplotlib.path.Path(ax.transData.transform([t.xyann, t.xy])) for t in arrows]
+    boxes = [matplotlib.text.Text.get_window_extent(t, renderer) for t in ax.texts if t.get_text()]
+    assert len(boxes) == len(words)
+    assert not [box for box in boxes for path in paths if path.intersects_bbox(box, filled=False)]
+    plt.close(fig)
+
+
 def test_label_points_names_the_labels_it_found_no_room_for():
     # Thirty long words on one point of a small axes: most cannot be placed without a clash.
     fig, ax = plt.subplots(figsize=(2, 2))
@@ -114,17 +136,43 @@ def test_plain_log_ticks_label_log_axes_with_plain_numbers():
     plt.close(fig)
 
 
-def test_plain_log_ticks_label_every_whole_multiple_on_a_narrow_axis():
-    # Perplexities from 3 to 6.5: at 1, 2 and 5 times each power of ten only "5" would be labelled,
-    # and matplotlib's own labels read 3 x 10^0.
+def labels_inside(ax, axis):
+    """The tick labels of an axis ("x" or "y") that fall inside its limits, once drawn."""
+    low, high = sorted(ax.get_xlim() if axis == "x" else ax.get_ylim())
+    labels = ax.get_xticklabels() if axis == "x" else ax.get_yticklabels()
+    return [t.get_text() for t in labels if t.get_text() and low <= float(t.get_text()) <= high]
+
+
+@pytest.mark.parametrize("values, expected", [
+    # Perplexities from 3 to 6.5: at 1, 2 and 5 times each power of ten only 5 would be labelled
+    # (matplotlib's own labels read 3 x 10^0): every whole multiple.
+    ([6.5, 4.0, 3.0], ["3", "4", "5", "6"]),
+    # Jacobian norms from 0.059 to 0.29: 1, 2 and 5 times would give 0.1 and 0.2 alone.
+    ([0.29, 0.2, 0.059], ["0.07", "0.1", "0.15", "0.2", "0.3"]),
+])
+def test_plain_log_ticks_label_a_narrow_axis_more_closely(values, expected):
     fig, ax = plt.subplots()
-    ax.plot([1, 2, 3], [6.5, 4.0, 3.0])
+    ax.plot([1, 2, 3], values)
     ax.set(yscale="log")
     plain_log_ticks(ax)
     fig.canvas.draw()
-    low, high = ax.get_ylim()
-    shown = [t.get_text() for t in ax.get_yticklabels() if t.get_text() and low <= float(t.get_text()) <= high]
-    assert shown == ["3", "4", "5", "6"]
+    assert labels_inside(ax, "y") == expected
+    plt.close(fig)
+
+
+def test_plain_log_ticks_label_a_log_x_axis_plainly_only_when_asked():
+    # Seconds from 3 to 300: 1, 2 and 5 times each power of ten, not 10^1 and 10^2 alone.
+    fig, (asked, left) = plt.subplots(1, 2)
+    for ax in (asked, left):
+        ax.plot([3, 30, 300], [2.0, 1.5, 1.2])
+        ax.set(xscale="log")
+    plain_log_ticks(asked, plain_x=True)
+    plain_log_ticks(left)
+    fig.canvas.draw()
+    assert labels_inside(asked, "x") == ["5", "10", "20", "50", "100", "200"]
+    # left as matplotlib labels it: powers of ten, written as 10^{k} in mathtext
+    assert [t.get_text() for t in left.get_xticklabels() if t.get_text()]
+    assert all("10^" in t.get_text() for t in left.get_xticklabels() if t.get_text())
     plt.close(fig)
 
 
