@@ -152,9 +152,10 @@ def plot_curves(
 #: The multiples of each power of ten that label a log axis, sparsest first: an axis takes the
 #: first set that puts at least ``MIN_LOG_LABELS`` labels inside it.  Across a power of ten or
 #: less, 1, 2 and 5 times each would leave one or two labels (0.1 and 0.2 on an axis from 0.055
-#: to 0.3; 5 alone from 3 to 6.5).
+#: to 0.3; 5 alone from 3 to 6.5), and with three (5, 7, 10 on perplexities from 3.05 to 11)
+#: the lower part of the axis, where the best models end, would read nothing.
 LOG_LABEL_MULTIPLES = ((1.0, 2.0, 5.0), (1.0, 1.5, 2.0, 3.0, 5.0, 7.0), tuple(float(k) for k in range(1, 10)))
-MIN_LOG_LABELS = 3
+MIN_LOG_LABELS = 4
 
 
 def plain_log_ticks(ax: plt.Axes, xs: Sequence[float] | None = None, *, plain_x: bool = False) -> plt.Axes:

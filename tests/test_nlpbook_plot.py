@@ -149,6 +149,9 @@ def labels_inside(ax, axis):
     ([6.5, 4.0, 3.0], ["3", "4", "5", "6"]),
     # Jacobian norms from 0.059 to 0.29: 1, 2 and 5 times would give 0.1 and 0.2 alone.
     ([0.29, 0.2, 0.059], ["0.07", "0.1", "0.15", "0.2", "0.3"]),
+    # Perplexities from 3.2 to 10.5 (language-model's equal-time race): 5, 7 and 10 alone would leave
+    # the best models' end, near 3, without a label.
+    ([10.5, 5.0, 3.2], ["4", "5", "6", "7", "8", "9", "10"]),
 ])
 def test_plain_log_ticks_label_a_narrow_axis_more_closely(values, expected):
     fig, ax = plt.subplots()
