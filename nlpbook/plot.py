@@ -6,8 +6,10 @@ from typing import Sequence
 
 import matplotlib.pyplot as plt
 import torch
+from matplotlib import artist
+from matplotlib.artist import Artist
 from matplotlib.path import Path
-from matplotlib.text import Text
+from matplotlib.text import Annotation, Text
 from matplotlib.transforms import Bbox
 
 #: The widest figure the book shows at its natural size, in inches: sphinx-book-theme gives a
@@ -182,14 +184,13 @@ def _label_log_axis_plainly(axis, limits: tuple[float, float]) -> None:
     from matplotlib.ticker import FormatStrFormatter, LogLocator, NullFormatter
 
     low, high = sorted(limits)  # an inverted axis reads them the other way round
-    for multiples in LOG_LABEL_MULTIPLES:
-        if low <= 0:  # no limits a log axis can have yet: the sparsest labels
-            break
+    multiples = LOG_LABEL_MULTIPLES[0]  # no limits a log axis can have yet: the sparsest labels
+    if low > 0:
         # counted here: LogLocator's tick_values turns to evenly spaced ticks where its own fall short
-        powers = range(math.floor(math.log10(low)), math.ceil(math.log10(high)) + 1)
-        inside = [m * 10.0**p for p in powers for m in multiples if low <= m * 10.0**p <= high]
-        if len(inside) >= MIN_LOG_LABELS:
-            break
+        powers = [10.0**p for p in range(math.floor(math.log10(low)), math.ceil(math.log10(high)) + 1)]
+        for multiples in LOG_LABEL_MULTIPLES:
+            if sum(low <= m * power <= high for power in powers for m in multiples) >= MIN_LOG_LABELS:
+                break
     axis.set_major_locator(LogLocator(base=10, subs=multiples))
     axis.set_major_formatter(FormatStrFormatter("%g"))
     axis.set_minor_formatter(NullFormatter())
@@ -209,60 +210,86 @@ LABEL_ANGLES = (45, 315, 135, 225, 90, 270, 0, 180, 22.5, 337.5, 157.5, 202.5, 6
 LABEL_DISTANCES = (3, 10, 18, 28, 40, 55)
 
 
-def label_points(ax: plt.Axes, points: Sequence[tuple[float, float]], labels: Sequence[str],
+class PlacedLabels(Artist):
+    """Labels written beside points, each at the first place tried (``LABEL_ANGLES`` at
+    ``LABEL_DISTANCES``) where it overlaps no label written before it, no other point, none of
+    the ``segments`` (the arrows drawn between points, each a pair of points) and no edge of the
+    axes; a label further than the nearest distance gets a thin line back to its point.
+
+    The places are chosen each time the figure is drawn, for the axes' size and limits then:
+    a title, ``tight_layout`` or the panels made after this one change both, and words whose
+    vectors nearly coincide (blaze and government, say) would print on top of each other if
+    placed before.  After a draw, ``texts`` holds the labels written and ``crowded`` those that
+    found no free place: each is written at the first place tried, where it may cover something."""
+
+    def __init__(self, points: Sequence[tuple[float, float]], labels: Sequence[str], *,
                  fontsize: float = 10,
-                 segments: Sequence[tuple[tuple[float, float], tuple[float, float]]] = ()) -> list[str]:
-    """Write ``labels[i]`` beside ``points[i]`` (data coordinates), each at the first place tried
-    (``LABEL_ANGLES`` at ``LABEL_DISTANCES``) where it overlaps no label written before it, no
-    other point, none of the ``segments`` (the arrows drawn between points, each a pair of points)
-    and no edge of the axes; a label further than the nearest distance gets a thin line back to
-    its point.  Returns the labels that found no such place: each is written at the
-    first place tried, where it may cover something.
+                 segments: Sequence[tuple[tuple[float, float], tuple[float, float]]] = ()):
+        super().__init__()
+        if len(points) != len(labels):
+            raise ValueError(f"{len(labels)} labels for {len(points)} points")
+        self.points, self.labels = [tuple(point) for point in points], list(labels)
+        self.fontsize, self.segments = fontsize, list(segments)
+        self.texts: list[Annotation] = []
+        self.crowded: list[str] = []
+        self.set_in_layout(False)  # inside the axes by construction: nothing for a layout to make room for
+        self.set_zorder(3)  # with the axes' other text
 
-    Placed for the axes' current limits and size, so call it once the figure's layout is set:
-    words whose vectors nearly coincide (blaze and government, say) would otherwise print on top
-    of each other, unreadable."""
-    ax.autoscale_view()
-    renderer = ax.figure.canvas.get_renderer()
-    frame = ax.get_window_extent(renderer)
-    pixels = ax.transData.transform(points) if len(points) else []  # (N, 2) display coordinates
-    radius = renderer.points_to_pixels(4)  # a marker of s=12 is 3.5 points across, and some room
-    dots = [Bbox.from_bounds(x - radius, y - radius, 2 * radius, 2 * radius) for x, y in pixels]
-    lines = [Path(ax.transData.transform(segment)) for segment in segments]  # display coordinates
-    line = {"arrowstyle": "-", "color": "0.55", "lw": 0.6, "shrinkA": 0, "shrinkB": 2}
+    @artist.allow_rasterization
+    def draw(self, renderer) -> None:
+        if not self.get_visible():
+            return
+        self.texts, self.crowded = self._place(renderer)
+        for text in self.texts:
+            text.draw(renderer)
+        self.stale = False
 
-    def text_box(text):  # the words alone, not the line, where the annotation puts them
-        text.update_positions(renderer)
-        return Text.get_window_extent(text, renderer)
+    def _place(self, renderer) -> tuple[list[Annotation], list[str]]:
+        ax = self.axes
+        frame = ax.get_window_extent(renderer)
+        pixels = ax.transData.transform(self.points) if self.points else []  # (N, 2) display coordinates
+        radius = renderer.points_to_pixels(4)  # a marker of s=12 is 3.5 points across, and some room
+        dots = [Bbox.from_bounds(x - radius, y - radius, 2 * radius, 2 * radius) for x, y in pixels]
+        lines = [Path(ax.transData.transform(segment)) for segment in self.segments]  # display coordinates
+        line = {"arrowstyle": "-", "color": "0.55", "lw": 0.6, "shrinkA": 0, "shrinkB": 2}
 
-    def write(label, x, y, angle, distance):
-        dx, dy = math.cos(math.radians(angle)), math.sin(math.radians(angle))
-        return ax.annotate(label, (x, y), xytext=(distance * dx, distance * dy), textcoords="offset points",
-                           ha="left" if dx > 0.3 else "right" if dx < -0.3 else "center",
-                           va="bottom" if dy > 0.3 else "top" if dy < -0.3 else "center",
-                           fontsize=fontsize, arrowprops=line if distance > LABEL_DISTANCES[0] else None)
+        def write(label, x, y, angle, distance):
+            dx, dy = math.cos(math.radians(angle)), math.sin(math.radians(angle))
+            text = Annotation(label, (x, y), xytext=(distance * dx, distance * dy), textcoords="offset points",
+                              ha="left" if dx > 0.3 else "right" if dx < -0.3 else "center",
+                              va="bottom" if dy > 0.3 else "top" if dy < -0.3 else "center",
+                              fontsize=self.fontsize,
+                              arrowprops=line if distance > LABEL_DISTANCES[0] else None)
+            text.set_figure(self.figure)
+            text.axes = ax
+            text.update_positions(renderer)
+            return text, Text.get_window_extent(text, renderer)  # the words alone, not the line
 
-    boxes, crowded = [], []
-    for i, ((x, y), label) in enumerate(zip(points, labels)):
-        others = boxes + dots[:i] + dots[i + 1:]
-        chosen = None
-        for distance in LABEL_DISTANCES:
-            for angle in LABEL_ANGLES:
-                text = write(label, x, y, angle, distance)
-                box = text_box(text)
+        texts, boxes, crowded = [], [], []
+        for i, ((x, y), label) in enumerate(zip(self.points, self.labels)):
+            others = boxes + dots[:i] + dots[i + 1:]
+            places = ((angle, distance) for distance in LABEL_DISTANCES for angle in LABEL_ANGLES)
+            for angle, distance in places:
+                text, box = write(label, x, y, angle, distance)
                 inside = frame.x0 <= box.x0 and box.x1 <= frame.x1 and frame.y0 <= box.y0 and box.y1 <= frame.y1
                 if (inside and not any(box.overlaps(other) for other in others)
                         and not any(path.intersects_bbox(box, filled=False) for path in lines)):
-                    chosen = text
                     break
-                text.remove()
-            if chosen is not None:
-                break
-        if chosen is None:
-            crowded.append(label)
-            chosen = write(label, x, y, LABEL_ANGLES[0], LABEL_DISTANCES[0])
-        boxes.append(text_box(chosen))
-    return crowded
+            else:
+                crowded.append(label)
+                text, box = write(label, x, y, LABEL_ANGLES[0], LABEL_DISTANCES[0])
+            texts.append(text)
+            boxes.append(box)
+        return texts, crowded
+
+
+def label_points(ax: plt.Axes, points: Sequence[tuple[float, float]], labels: Sequence[str],
+                 fontsize: float = 10,
+                 segments: Sequence[tuple[tuple[float, float], tuple[float, float]]] = ()) -> PlacedLabels:
+    """Write ``labels[i]`` beside ``points[i]`` (data coordinates) where it covers nothing, placed
+    when the figure is drawn (``PlacedLabels``): returns the artist, whose ``crowded`` lists
+    after a draw the labels that found no free place."""
+    return ax.add_artist(PlacedLabels(points, labels, fontsize=fontsize, segments=segments))
 
 
 def word_map(
@@ -287,8 +314,7 @@ def word_map(
         ax.set_title(title)
     where = {word: points[i].tolist() for i, word in enumerate(words)}
     segments = [(where[start], where[end]) for start, end in arrows]
-    # once the axes hold all but the labels and arrows, and clear of the arrows to come
-    label_points(ax, points.tolist(), words, segments=segments)
+    label_points(ax, points.tolist(), words, segments=segments)  # placed when drawn, clear of the arrows
     for (x0, y0), (x1, y1) in segments:
         ax.annotate("", xy=(x1, y1), xytext=(x0, y0), arrowprops={"arrowstyle": "->", "color": "tab:red", "alpha": 0.6})
     return ax

@@ -57,38 +57,70 @@ def test_project_2d_keeps_the_two_main_directions():
     assert abs(torch.corrcoef(projected.T)[0, 1]) < 1e-4
 
 
+def placed_labels(ax):
+    """The word labels of a map, once its figure is drawn: (PlacedLabels artist, label boxes)."""
+    fig = ax.figure
+    fig.canvas.draw()
+    (placed,) = [a for a in ax.artists if isinstance(a, plot.PlacedLabels)]
+    renderer = fig.canvas.get_renderer()
+    return placed, [matplotlib.text.Text.get_window_extent(t, renderer) for t in placed.texts]
+
+
+def assert_apart_and_inside(ax, texts, boxes):
+    clashes = [(a.get_text(), b.get_text()) for i, (a, box) in enumerate(zip(texts, boxes))
+               for b, other in zip(texts[i + 1:], boxes[i + 1:]) if box.overlaps(other)]
+    assert not clashes
+    frame = ax.get_window_extent(ax.figure.canvas.get_renderer())
+    assert all(frame.x0 <= box.x0 and box.x1 <= frame.x1 and frame.y0 <= box.y0 and box.y1 <= frame.y1
+               for box in boxes)
+
+
 def test_word_map_labels_every_word_and_draws_arrows():
     vectors = torch.randn(4, 6, generator=torch.Generator().manual_seed(1))
     ax = plot.word_map(vectors, ["man", "king", "woman", "queen"], arrows=[("man", "king"), ("woman", "queen")])
-    texts = [t.get_text() for t in ax.texts]
-    assert sorted(t for t in texts if t) == ["king", "man", "queen", "woman"]
-    # the analogy arrows are the annotations without text (a label's line back to its point has its word)
-    assert sum(1 for t in ax.texts if t.arrow_patch is not None and not t.get_text()) == 2
+    placed, _ = placed_labels(ax)
+    assert sorted(t.get_text() for t in placed.texts) == ["king", "man", "queen", "woman"]
+    # the analogy arrows are the axes' annotations, without text
+    assert [bool(t.arrow_patch) and not t.get_text() for t in ax.texts] == [True, True]
     with pytest.raises(ValueError, match="3 words for 4 vectors"):
         plot.word_map(vectors, ["a", "b", "c"])
+    plt.close("all")
 
 
-@pytest.mark.parametrize("seed", range(6))
-def test_word_map_keeps_the_labels_of_nearly_equal_vectors_apart(seed):
+def tight_clusters(seed):
     # Four tight clusters of four words, as a map of topics has: written at one offset from each
     # point, the words of a cluster print over one another.
     generator = torch.Generator().manual_seed(seed)
     centres = torch.randn(4, 20, generator=generator)
     vectors = torch.cat([centre + 0.05 * torch.randn(4, 20, generator=generator) for centre in centres])
-    words = [f"word-{i:02d}" for i in range(16)]
+    return vectors, [f"word-{i:02d}" for i in range(16)]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_word_map_keeps_the_labels_of_nearly_equal_vectors_apart(seed):
+    vectors, words = tight_clusters(seed)
     fig, ax = plt.subplots(figsize=(6, 5))
     ax.scatter(*plot.project_2d(vectors).T, s=12)
-    assert plot.label_points(ax, plot.project_2d(vectors).tolist(), words) == []  # none crowded out
-    renderer = fig.canvas.get_renderer()
-    fig.canvas.draw()
-    labels = [t for t in ax.texts if t.get_text()]
-    boxes = [matplotlib.text.Text.get_window_extent(t, renderer) for t in labels]
-    clashes = [(a.get_text(), b.get_text()) for i, (a, box) in enumerate(zip(labels, boxes))
-               for b, other in zip(labels[i + 1:], boxes[i + 1:]) if box.overlaps(other)]
-    assert len(labels) == 16 and not clashes
-    frame = ax.get_window_extent(renderer)
-    assert all(frame.x0 <= box.x0 and box.x1 <= frame.x1 and frame.y0 <= box.y0 and box.y1 <= frame.y1
-               for box in boxes)
+    plot.label_points(ax, plot.project_2d(vectors).tolist(), words)
+    placed, boxes = placed_labels(ax)
+    assert placed.crowded == [] and len(placed.texts) == 16  # none crowded out
+    assert_apart_and_inside(ax, placed.texts, boxes)
+    plt.close(fig)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_word_map_places_its_labels_for_the_layout_made_after_it(seed):
+    # A map drawn on a full-size axes that a later title, suptitle or tight_layout shrinks (as
+    # glove's three panels are): labels placed for the first size would overlap and cross the
+    # edges of the smaller one; placed when drawn, they fit the axes as shown.
+    vectors, words = tight_clusters(seed)
+    fig, ax = plt.subplots(figsize=(6, 5))
+    plot.word_map(vectors, words, ax=ax)
+    fig.canvas.draw()  # placed once for the first size
+    ax.set_position([0.2, 0.15, 0.7, 0.7])
+    placed, boxes = placed_labels(ax)
+    assert placed.crowded == [] and len(placed.texts) == 16
+    assert_apart_and_inside(ax, placed.texts, boxes)
     plt.close(fig)
 
 
@@ -102,13 +134,10 @@ def test_word_map_writes_no_word_across_an_analogy_arrow(seed):
     pairs = [("man", "king"), ("woman", "queen"), ("paris", "france"), ("rome", "italy")]
     fig, ax = plt.subplots(figsize=(6, 5))
     plot.word_map(vectors, words, arrows=pairs, ax=ax)
-    renderer = fig.canvas.get_renderer()
-    fig.canvas.draw()
+    placed, boxes = placed_labels(ax)
     arrows = [t for t in ax.texts if not t.get_text()]
-    assert len(arrows) == len(pairs)
+    assert len(arrows) == len(pairs) and len(boxes) == len(words)
     paths = [matplotlib.path.Path(ax.transData.transform([t.xyann, t.xy])) for t in arrows]
-    boxes = [matplotlib.text.Text.get_window_extent(t, renderer) for t in ax.texts if t.get_text()]
-    assert len(boxes) == len(words)
     assert not [box for box in boxes for path in paths if path.intersects_bbox(box, filled=False)]
     plt.close(fig)
 
@@ -117,9 +146,12 @@ def test_label_points_names_the_labels_it_found_no_room_for():
     # Thirty long words on one point of a small axes: most cannot be placed without a clash.
     fig, ax = plt.subplots(figsize=(2, 2))
     ax.scatter([0.0], [0.0])
-    crowded = plot.label_points(ax, [(0.0, 0.0)] * 30, [f"a-long-label-{i}" for i in range(30)])
-    assert 0 < len(crowded) < 30 and crowded[0] != "a-long-label-0"
-    assert len([t for t in ax.texts if t.get_text()]) == 30  # each is written all the same
+    plot.label_points(ax, [(0.0, 0.0)] * 30, [f"a-long-label-{i}" for i in range(30)])
+    placed, _ = placed_labels(ax)
+    assert 0 < len(placed.crowded) < 30 and placed.crowded[0] != "a-long-label-0"
+    assert len(placed.texts) == 30  # each is written all the same
+    with pytest.raises(ValueError, match="2 labels for 3 points"):
+        plot.label_points(ax, [(0.0, 0.0)] * 3, ["a", "b"])
     plt.close(fig)
 
 
