@@ -119,14 +119,15 @@ class Runs:
     def _repr_pretty_(self, printer, cycle) -> None:  # what IPython shows and myst-nb's glue writes
         printer.text(str(self))
 
-    def range_text(self) -> str:
-        """"9.6 (9.0 to 10.1)": the mean, then the lowest and the highest run.  Runs that differ but
-        print alike get more digits ("11.7 (11.71 to 11.74)"), so that a range never reads as
-        "11.7 to 11.7" unless the runs agree."""
+    def range_text(self, extra: int = 0) -> str:
+        """"9.6 (9.0 to 10.1)": the mean, then the lowest and the highest run, the ends with
+        ``extra`` more digits than the mean.  Runs that differ but print alike get more digits
+        ("11.7 (11.71 to 11.74)"), so that a range never reads as "11.7 to 11.7" unless the runs
+        agree."""
         text = f"{self.mean:.{self.digits}f}"
         if self.n == 1:
             return text
-        low, high, shown = self.low, self.high, self.digits
+        low, high, shown = self.low, self.high, self.digits + extra
         while f"{low:.{shown}f}" == f"{high:.{shown}f}" and low != high and shown < self.digits + 3:
             shown += 1
         return text + f" ({low:.{shown}f} to {high:.{shown}f})"
@@ -187,9 +188,23 @@ def speed_verdict(times_faster: float) -> str:
 RUNS_FORMATS = {"range": Runs.range_text, "seeds": Runs.seeds_text}  # besides the default, mean ± std
 
 
-def _cell_text(value: Any, spec: str | None) -> str:
+def _range_extra_digits(cells: Sequence[Any]) -> int:
+    """The digits a column of ranges adds to its ends so that no run's highest and another row's
+    lowest print alike unless they are equal: "6.98 (6.64 to 7.19)" above "7.84 (7.19 to 8.76)"
+    reads as touching ranges where every seed of the first is below every seed of the second
+    (7.188 and 7.193).  Up to 3 digits; 0 where nothing prints alike."""
+    runs = [cell for cell in cells if isinstance(cell, Runs) and cell.n > 1]
+    ends = [(a.high, a.digits, b.low, b.digits) for a in runs for b in runs if a is not b and a.high != b.low]
+    extra = 0
+    while extra < 3 and any(f"{high:.{a + extra}f}" == f"{low:.{b + extra}f}" for high, a, low, b in ends):
+        extra += 1
+    return extra
+
+
+def _cell_text(value: Any, spec: str | None, extra: int = 0) -> str:
     if isinstance(value, Runs):
-        text = RUNS_FORMATS[spec](value) if spec in RUNS_FORMATS else str(value)
+        text = (value.range_text(extra) if spec == "range" else
+                RUNS_FORMATS[spec](value) if spec in RUNS_FORMATS else str(value))
     elif isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool):
         if spec in RUNS_FORMATS:
             raise ValueError(f"the format {spec!r} is for a column of Runs, not for the number {value!r}: "
@@ -247,8 +262,10 @@ class Table:
     def _repr_markdown_(self) -> str:
         header = "| " + " | ".join(_cell_text(name, None) for name in self.columns) + " |"
         rule = "|" + "|".join("---" for _ in self.columns) + "|"
-        body = ["| " + " | ".join(_cell_text(cell, self.formats.get(column)) for column, cell in zip(self.columns, row))
-                + " |" for row in self.rows]
+        extra = {column: _range_extra_digits(self.column(column))
+                 for column, spec in self.formats.items() if spec == "range"}
+        body = ["| " + " | ".join(_cell_text(cell, self.formats.get(column), extra.get(column, 0))
+                                  for column, cell in zip(self.columns, row)) + " |" for row in self.rows]
         return "\n".join([header, rule, *body])
 
     def __repr__(self) -> str:

@@ -128,6 +128,21 @@ def test_a_column_of_runs_can_show_the_range_or_the_seed_count_instead():
         table._repr_markdown_()
 
 
+def test_a_column_of_ranges_does_not_print_apart_rows_as_touching():
+    # warmup's pre-LN rows: every seed with warm-up below every seed without (7.188 < 7.193), yet
+    # at two decimals the ranges read "6.64 to 7.19" and "7.19 to 8.76".
+    table = Table(["setting", "perplexity"], {"perplexity": "range"})
+    table.add("warm-up", Runs([6.64, 7.11, 7.188], digits=2))
+    table.add("no warm-up", Runs([7.193, 7.84, 8.76], digits=2))
+    warm, cold = table._repr_markdown_().splitlines()[-2:]
+    assert warm == "| warm-up | 6.98 (6.640 to 7.188) |" and cold == "| no warm-up | 7.93 (7.193 to 8.760) |"
+    # ranges that do overlap, or are far apart, keep their digits
+    table.add("far", Runs([20.0, 21.0], digits=2))
+    table.rows[1][1] = Runs([7.0, 8.0], digits=2)
+    assert table._repr_markdown_().splitlines()[-3:] == [
+        "| warm-up | 6.98 (6.64 to 7.19) |", "| no warm-up | 7.50 (7.00 to 8.00) |", "| far | 20.50 (20.00 to 21.00) |"]
+
+
 def test_a_table_gives_its_objects_back_and_survives_json():
     table = _table()
     assert table.column("loss (nats)")[0] == Runs([2.633, 2.641])
