@@ -232,7 +232,9 @@ class PlacedLabels(Artist):
         self.fontsize, self.segments = fontsize, list(segments)
         self.texts: list[Annotation] = []
         self.crowded: list[str] = []
-        self.set_in_layout(False)  # inside the axes by construction: nothing for a layout to make room for
+        # A label with no free place may stick out of the axes: the layout and a tight bounding box
+        # make room for it (get_window_extent), which a clip to the axes would hide from them.
+        self.set_clip_on(False)
         self.set_zorder(3)  # with the axes' other text
 
     @artist.allow_rasterization
@@ -243,6 +245,12 @@ class PlacedLabels(Artist):
         for text in self.texts:
             text.draw(renderer)
         self.stale = False
+
+    def get_window_extent(self, renderer=None) -> Bbox:
+        """Where the labels go, words and lines, for ``tight_layout`` and ``bbox_inches="tight"``."""
+        renderer = renderer or self.figure.canvas.get_renderer()
+        boxes = [text.get_window_extent(renderer) for text in self._place(renderer)[0]]
+        return Bbox.union(boxes) if boxes else Bbox.null()
 
     def _place(self, renderer) -> tuple[list[Annotation], list[str]]:
         ax = self.axes

@@ -189,16 +189,20 @@ RUNS_FORMATS = {"range": Runs.range_text, "seeds": Runs.seeds_text}  # besides t
 
 
 def _range_extra_digits(cells: Sequence[Any]) -> int:
-    """The digits a column of ranges adds to its ends so that no run's highest and another row's
-    lowest print alike unless they are equal: "6.98 (6.64 to 7.19)" above "7.84 (7.19 to 8.76)"
-    reads as touching ranges where every seed of the first is below every seed of the second
-    (7.188 and 7.193).  Up to 3 digits; 0 where nothing prints alike."""
+    """The digits a column of ranges adds to its ends so that rows whose runs do not overlap do
+    not print as if they touched: "6.98 (6.64 to 7.19)" above "7.84 (7.19 to 8.76)" hides that
+    every seed of the first is below every seed of the second (7.188 and 7.193).  The fewest
+    digits, up to 3, that print each such pair of ends as different numbers; 0 where none
+    prints alike, or where 3 would not tell them apart."""
     runs = [cell for cell in cells if isinstance(cell, Runs) and cell.n > 1]
-    ends = [(a.high, a.digits, b.low, b.digits) for a in runs for b in runs if a is not b and a.high != b.low]
-    extra = 0
-    while extra < 3 and any(f"{high:.{a + extra}f}" == f"{low:.{b + extra}f}" for high, a, low, b in ends):
-        extra += 1
-    return extra
+    # one row's highest run below another row's lowest: the rows are apart
+    apart = [(a.high, a.digits, b.low, b.digits) for a in runs for b in runs
+             if math.isfinite(a.high) and math.isfinite(b.low) and a.high < b.low]
+
+    def alike(extra: int) -> bool:  # compared as numbers: 7.19 and 7.190 read alike
+        return any(round(high, a + extra) == round(low, b + extra) for high, a, low, b in apart)
+
+    return next((extra for extra in range(4) if not alike(extra)), 0)
 
 
 def _cell_text(value: Any, spec: str | None, extra: int = 0) -> str:

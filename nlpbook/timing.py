@@ -27,9 +27,10 @@ def time_call(
 
     The fastest, not the median: anything else the machine does (another process, a test run beside
     the book) only ever adds time to a run, so the fastest run is the one least disturbed.  No
-    statistic undoes a load that lasts through every repeat: why-slow in ``standard`` read an LSTM
-    1.30 times as slow as attention at T = 512 alone, and 2.40 times with a one-core loop running
-    beside it the whole time (the page took 427 s instead of 54), so time a page on a quiet machine."""
+    statistic undoes a load that lasts through every repeat: on 2026-12-06 why-slow in ``standard``
+    read an LSTM 1.30 times as slow as attention at T = 512 alone, and 2.40 times with a one-core
+    loop running beside it the whole time (the page took 427 s instead of 54), so time a page on a
+    quiet machine."""
     if repeats < 1:
         raise ValueError(f"repeats must be at least 1, got {repeats}")
     for _ in range(warmup):

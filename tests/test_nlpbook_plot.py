@@ -155,6 +155,21 @@ def test_label_points_names_the_labels_it_found_no_room_for():
     plt.close(fig)
 
 
+def test_a_tight_bounding_box_makes_room_for_labels_that_stick_out():
+    # Crowded labels are written at their first place, which may lie outside the axes; a notebook's
+    # figure is saved with bbox_inches="tight", which would crop whatever the box leaves out.
+    fig, ax = plt.subplots(figsize=(2, 2))
+    ax.scatter([0.0, 1.0], [0.0, 1.0])
+    plot.label_points(ax, [(1.0, 1.0)] * 12, [f"a-long-label-{i}" for i in range(12)])
+    placed, boxes = placed_labels(ax)
+    frame = ax.get_window_extent(fig.canvas.get_renderer())
+    assert any(box.x1 > frame.x1 or box.y1 > frame.y1 for box in boxes)  # some stick out
+    tight = fig.get_tightbbox(fig.canvas.get_renderer()).transformed(fig.dpi_scale_trans)  # pixels
+    assert all(tight.x0 <= box.x0 and box.x1 <= tight.x1 and tight.y0 <= box.y0 and box.y1 <= tight.y1
+               for box in boxes)
+    plt.close(fig)
+
+
 def test_plain_log_ticks_label_log_axes_with_plain_numbers():
     fig, ax = plt.subplots()
     ax.plot([16, 64, 512], [2.0, 7.0, 60.0])

@@ -6,7 +6,8 @@ import pytest
 import torch
 from IPython.lib.pretty import pretty
 
-from nlpbook.results import NO_VERDICT, Runs, Table, chance_words, false_positive_rate, speed_verdict, verdict_table
+from nlpbook.results import (NO_VERDICT, Runs, Table, _range_extra_digits, chance_words, false_positive_rate,
+                             speed_verdict, verdict_table)
 
 
 def test_runs_are_written_as_the_book_writes_a_result_over_seeds():
@@ -141,6 +142,9 @@ def test_a_column_of_ranges_does_not_print_apart_rows_as_touching():
     table.rows[1][1] = Runs([7.0, 8.0], digits=2)
     assert table._repr_markdown_().splitlines()[-3:] == [
         "| warm-up | 6.98 (6.64 to 7.19) |", "| no warm-up | 7.50 (7.00 to 8.00) |", "| far | 20.50 (20.00 to 21.00) |"]
+    # ends that three more digits cannot tell apart, and runs that failed (NaN), add nothing
+    for cells in ([Runs([1.0, 2.0000001]), Runs([2.0000002, 3.0])], [Runs([1.0, math.nan]), Runs([math.nan, 2.0])]):
+        assert _range_extra_digits(cells) == 0
 
 
 def test_a_table_gives_its_objects_back_and_survives_json():
