@@ -264,16 +264,19 @@ _uid: int | None = None
 
 
 def _zygote_for(settings: Settings) -> str:
-    """The coordinator's zygote when this machine can reach it, else this process's own."""
+    """The coordinator's zygote when this machine can reach it, else this process's own, started
+    with the run's kernel environment: the zygote imports PyTorch, which reads its thread count
+    then, so the coordinator's thread share set later in a forked kernel would change nothing."""
     if settings.zygote and os.path.exists(settings.zygote):
         return settings.zygote
     global _zygote
     from autograder.zygote import Zygote
 
-    if _zygote is None or not _zygote.alive():
+    env = {**sandbox.kernel_environment(), **settings.env}
+    if _zygote is None or not _zygote.alive() or _zygote.env != env:
         if _zygote is not None:
             _zygote.close()
-        _zygote = Zygote(sandbox.kernel_environment())
+        _zygote = Zygote(env)
         _zygote.start().wait()
         atexit.register(_zygote.close)
     return _zygote.path

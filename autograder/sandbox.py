@@ -14,8 +14,8 @@ next to the kernel's sockets and build, with the functions here:
   nothing else of the machine (not the rest of the repository, not the
   gradebook, not any submission, not home folders); private ``/tmp``,
   ``/var/tmp`` and ``/dev/shm``; the only writable place is a size-limited
-  scratch folder holding a copy of the student's own notebook and the files
-  shipped with the assignment;
+  scratch folder holding the files shipped with the assignment (never a
+  notebook: the kernel receives its cells over its sockets);
 - an unprivileged user id (when the grader runs as root), no capabilities
   and ``no_new_privs``, and resource limits: memory, processes, open files,
   file size, CPU time;

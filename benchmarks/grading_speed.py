@@ -4,7 +4,7 @@
 
 Generates a class (half the students hand in the solution, the other half the
 solution with one planted bug each, from :mod:`autograder.mutants`), then grades
-it three ways on this machine:
+it four ways on this machine:
 
 1. plain nbgrader: a stock course folder, ``nbgrader generate_assignment`` then
    ``nbgrader autograde`` (one kernel after another, no sandbox, no feedback), from

@@ -68,3 +68,42 @@ def test_what_can_change_how_a_notebook_runs_is_in_the_sandboxing_key_and_nothin
     # where kernels run and what they cannot see is the same for every student: not a reason to grade again
     elsewhere = Settings(**base, hide=["/srv/course"], zygote="/tmp/zygote.sock", env={"OMP_NUM_THREADS": "1"})
     assert elsewhere.sandboxing() == settings.sandboxing()
+
+
+def test_a_workers_own_zygote_starts_with_the_runs_kernel_environment(monkeypatch):
+    # The zygote imports PyTorch, which reads its thread count then: a Dask worker's zygote started
+    # without the coordinator's thread share would hand every kernel a thread per core.
+    started = []
+
+    class FakeZygote:
+        def __init__(self, env):
+            self.env, self.closed, self.path = env, False, f"/tmp/zygote-{len(started)}.sock"
+            started.append(self)
+
+        def start(self):
+            return self
+
+        def wait(self):
+            return self.path
+
+        def alive(self):
+            return not self.closed
+
+        def close(self):
+            self.closed = True
+
+    monkeypatch.setattr("autograder.zygote.Zygote", FakeZygote)
+    monkeypatch.setattr(jobs, "_zygote", None)
+    monkeypatch.setattr(jobs.atexit, "register", lambda function: None)
+    base = dict(mode="none", drop_user=False, limits=Limits(), timeout=10, notebook_timeout=60)
+    one_thread = Settings(**base, env={"OMP_NUM_THREADS": "1", "NLPBOOK_PROFILE": "quick"})
+    path = jobs._zygote_for(one_thread)
+    assert path == started[0].path and started[0].env["OMP_NUM_THREADS"] == "1"
+    assert started[0].env["NLPBOOK_PROFILE"] == "quick"
+    assert jobs._zygote_for(one_thread) == path and len(started) == 1  # kept for the next job
+    # another run's settings on the same worker: a zygote of their own, the old one closed
+    two_threads = Settings(**base, env={"OMP_NUM_THREADS": "2", "NLPBOOK_PROFILE": "quick"})
+    assert jobs._zygote_for(two_threads) == started[1].path and started[0].closed
+    assert started[1].env["OMP_NUM_THREADS"] == "2"
+    # the coordinator's zygote, where this machine can reach it, is used as it is
+    assert jobs._zygote_for(Settings(**base, zygote=__file__)) == __file__

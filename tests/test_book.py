@@ -151,6 +151,30 @@ def test_the_preface_has_the_measured_table_for_every_chapter():
         assert any(chapter in row for row in rows), f"no row for {chapter}"
 
 
+def _running_times(chapter: str) -> dict[str, float]:
+    """The minutes a chapter's opening page gives for each of its pages in `standard`: the last
+    column of the table under its **Running time.** paragraph."""
+    text = (REPO / "book" / chapter / "index.md").read_text().split("**Running time.**", 1)[1]
+    rows = re.findall(r"^\| \{doc\}`([^`]+)` \|.*\| ([\d.]+) \|$", text, flags=re.M)
+    return {page: float(minutes) for page, minutes in rows}
+
+
+def test_each_chapter_gives_the_running_time_of_every_page_and_the_preface_adds_them_up():
+    text = (REPO / "book" / "preface.md").read_text()
+    rows = {line.split("`")[1].split("/")[0]: line for line in text.splitlines() if line.startswith("| {doc}`0")}
+    total = 0.0
+    for chapter, row in rows.items():
+        pages = {Path(file).name for file in toc_files() if file.startswith(f"book/{chapter}/")} - {"index", "exercises"}
+        times = _running_times(chapter)
+        assert set(times) == pages, f"{chapter}/index.md times {sorted(times)}, its pages are {sorted(pages)}"
+        minutes = sum(times.values())
+        total += minutes
+        standard = row.split(" | ")[3]
+        assert standard == f"{minutes:.0f} min", f"{chapter}: the pages' times add up to {minutes:.1f} min, the " \
+                                                  f"preface's `standard` column says {standard!r}"
+    assert f"about {total:.0f} minutes for the whole book" in text, f"the pages' times add up to {total:.1f} min"
+
+
 def test_the_preface_gives_the_gpu_times_of_the_recorded_full_runs():
     """The GPU column and the sentence under the table say what nlpbook.recorded holds, no more."""
     from nlpbook.recorded import full_profile_runs
