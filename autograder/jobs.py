@@ -21,6 +21,7 @@ import json
 import os
 import shutil
 import tempfile
+import threading
 import time
 import warnings
 from dataclasses import dataclass, field
@@ -259,27 +260,31 @@ def _jupyter_runtime_dir() -> Path:
 
 # ------------------------------------------------------------ per worker process
 
-_zygote = None
+_zygotes: dict = {}  # this process's own zygotes, one per kernel environment
+_zygotes_lock = threading.Lock()  # a Dask worker may run jobs in several threads
 _uid: int | None = None
 
 
 def _zygote_for(settings: Settings) -> str:
     """The coordinator's zygote when this machine can reach it, else this process's own, started
     with the run's kernel environment: the zygote imports PyTorch, which reads its thread count
-    then, so the coordinator's thread share set later in a forked kernel would change nothing."""
+    then, so the coordinator's thread share set later in a forked kernel would change nothing.
+    One zygote per environment, so that two runs sharing a worker do not close each other's."""
     if settings.zygote and os.path.exists(settings.zygote):
         return settings.zygote
-    global _zygote
     from autograder.zygote import Zygote
 
     env = {**sandbox.kernel_environment(), **settings.env}
-    if _zygote is None or not _zygote.alive() or _zygote.env != env:
-        if _zygote is not None:
-            _zygote.close()
-        _zygote = Zygote(env)
-        _zygote.start().wait()
-        atexit.register(_zygote.close)
-    return _zygote.path
+    key = tuple(sorted(env.items()))
+    with _zygotes_lock:
+        zygote = _zygotes.get(key)
+        if zygote is None or not zygote.alive():
+            if zygote is not None:
+                zygote.close()
+            zygote = _zygotes[key] = Zygote(env)
+            zygote.start().wait()
+            atexit.register(zygote.close)
+        return zygote.path
 
 
 def worker_uid() -> int:

@@ -93,7 +93,7 @@ def test_a_workers_own_zygote_starts_with_the_runs_kernel_environment(monkeypatc
             self.closed = True
 
     monkeypatch.setattr("autograder.zygote.Zygote", FakeZygote)
-    monkeypatch.setattr(jobs, "_zygote", None)
+    monkeypatch.setattr(jobs, "_zygotes", {})
     monkeypatch.setattr(jobs.atexit, "register", lambda function: None)
     base = dict(mode="none", drop_user=False, limits=Limits(), timeout=10, notebook_timeout=60)
     one_thread = Settings(**base, env={"OMP_NUM_THREADS": "1", "NLPBOOK_PROFILE": "quick"})
@@ -101,9 +101,12 @@ def test_a_workers_own_zygote_starts_with_the_runs_kernel_environment(monkeypatc
     assert path == started[0].path and started[0].env["OMP_NUM_THREADS"] == "1"
     assert started[0].env["NLPBOOK_PROFILE"] == "quick"
     assert jobs._zygote_for(one_thread) == path and len(started) == 1  # kept for the next job
-    # another run's settings on the same worker: a zygote of their own, the old one closed
+    # another run's settings on the same worker get a zygote of their own, and both runs keep theirs
     two_threads = Settings(**base, env={"OMP_NUM_THREADS": "2", "NLPBOOK_PROFILE": "quick"})
-    assert jobs._zygote_for(two_threads) == started[1].path and started[0].closed
-    assert started[1].env["OMP_NUM_THREADS"] == "2"
+    assert jobs._zygote_for(two_threads) == started[1].path and started[1].env["OMP_NUM_THREADS"] == "2"
+    assert jobs._zygote_for(one_thread) == path and not started[0].closed and len(started) == 2
+    # one that died is replaced
+    started[0].closed = True
+    assert jobs._zygote_for(one_thread) == started[2].path
     # the coordinator's zygote, where this machine can reach it, is used as it is
     assert jobs._zygote_for(Settings(**base, zygote=__file__)) == __file__

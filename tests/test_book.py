@@ -170,7 +170,7 @@ def test_each_chapter_gives_the_running_time_of_every_page_and_the_preface_adds_
         minutes = sum(times.values())
         total += minutes
         standard = row.split(" | ")[3]
-        assert standard == f"{minutes:.0f} min", f"{chapter}: the pages' times add up to {minutes:.1f} min, the " \
+        assert standard == f"{minutes:.1f} min", f"{chapter}: the pages' times add up to {minutes:.1f} min, the " \
                                                   f"preface's `standard` column says {standard!r}"
     assert f"about {total:.0f} minutes for the whole book" in text, f"the pages' times add up to {total:.1f} min"
 
