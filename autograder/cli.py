@@ -105,8 +105,8 @@ def _parser() -> argparse.ArgumentParser:
                        help="replace a graded class that holds manual grades (they are lost)")
     grade.add_argument("--no-feedback", dest="feedback", action="store_false",
                        help="skip the students' feedback HTML (a few per cent of the time per notebook on 2 "
-                            "cores where the cells train); grades are the same, and a later run without this flag grades the class "
-                            "again to write it")
+                            "cores where the cells train); grades are the same, and a later run without this "
+                            "flag grades the class again to write it")
     grade.add_argument("--feedback-outputs", choices=FEEDBACK_OUTPUTS, default="all",
                        help="what the feedback shows of the outputs of the students' code: all of them "
                             "(nbgrader's way), or before-hidden-tests: from the first hidden test on, the "

@@ -151,6 +151,11 @@ def test_the_preface_has_the_measured_table_for_every_chapter():
         assert any(chapter in row for row in rows), f"no row for {chapter}"
 
 
+def _preface_chapter_rows(text: str) -> dict[str, str]:
+    """The preface's table rows, by chapter folder (``05-transformers``)."""
+    return {line.split("`")[1].split("/")[0]: line for line in text.splitlines() if line.startswith("| {doc}`0")}
+
+
 def _running_times(chapter: str) -> dict[str, float]:
     """The minutes a chapter's opening page gives for each of its pages in `standard`: the last
     column of the table under its **Running time.** paragraph."""
@@ -161,7 +166,7 @@ def _running_times(chapter: str) -> dict[str, float]:
 
 def test_each_chapter_gives_the_running_time_of_every_page_and_the_preface_adds_them_up():
     text = (REPO / "book" / "preface.md").read_text()
-    rows = {line.split("`")[1].split("/")[0]: line for line in text.splitlines() if line.startswith("| {doc}`0")}
+    rows = _preface_chapter_rows(text)
     total = 0.0
     for chapter, row in rows.items():
         pages = {Path(file).name for file in toc_files() if file.startswith(f"book/{chapter}/")} - {"index", "exercises"}
@@ -180,7 +185,7 @@ def test_the_preface_gives_the_gpu_times_of_the_recorded_full_runs():
     from nlpbook.recorded import full_profile_runs
 
     text = (REPO / "book" / "preface.md").read_text()
-    rows = {line.split("`")[1].split("/")[0]: line for line in text.splitlines() if line.startswith("| {doc}`0")}
+    rows = _preface_chapter_rows(text)
     runs = full_profile_runs()
     for chapter, row in rows.items():
         mine = [run for run in runs if run.page.startswith(chapter + "/")]
