@@ -65,7 +65,9 @@ def bible_char_data(*translations: str) -> CharData:
     when none is named) as lower-cased characters: the training chapters of every translation
     named for training, one after another, and the validation chapters of the first for
     validation.  Chapters are split whole and alike in every translation
-    (``nlpbook.corpora.bible_split``), so no verse, nor any translation of it, sits on both sides.
+    (``nlpbook.corpora.bible_split``), so no verse, nor any translation of it, sits on both sides;
+    its words may (a passage told twice, a formula repeated in another chapter, as ``bible_split``
+    says), and a few validation verses occur word for word in the training text.
     The World English Bible alone gives 3.4M training characters and 209k validation characters;
     with the King James Version and the Bible in Basic English, 10.4M training characters."""
     translations = translations or ("web",)
@@ -121,14 +123,14 @@ def next_char_loss(model: nn.Module, window: torch.Tensor) -> torch.Tensor:
     """Mean cross-entropy of predicting ``window[:, 1:]`` from ``window[:, :-1]``; the model returns
     logits first (a tensor, or a tuple whose first item is one)."""
     logits = _logits(model, window[:, :-1])  # (B, T, V)
-    return F.cross_entropy(logits.flatten(0, 1), window[:, 1:].flatten())
+    return F.cross_entropy(logits.flatten(0, 1), window[:, 1:].flatten())  # (B T, V) against (B T,)
 
 
 def next_char_losses(model: nn.Module, window: torch.Tensor) -> torch.Tensor:
     """(B, T): the cross-entropy of each prediction of ``window[:, 1:]`` from what precedes it, for
     scoring some positions of a window and not others."""
     logits = _logits(model, window[:, :-1])  # (B, T, V)
-    return F.cross_entropy(logits.transpose(1, 2), window[:, 1:], reduction="none")
+    return F.cross_entropy(logits.transpose(1, 2), window[:, 1:], reduction="none")  # (B, V, T) against (B, T)
 
 
 #: Each network's peak learning rate under the recipe in chapter 5's races of character models
@@ -184,11 +186,13 @@ def train_char_lm(model: nn.Module, train_ids: torch.Tensor, recipe: Recipe, *, 
 
 
 @torch.no_grad()
+@evaluates
 def generate(model: nn.Module, ids: torch.Tensor, new_tokens: int, temperature: float = 1.0,
              top_k: int | None = None, generator: torch.Generator | None = None) -> torch.Tensor:
     """Extend ``ids`` (B, T) by ``new_tokens`` sampled characters, from a ``CharRNN`` or a
     ``DecoderOnlyLM``, with the same sampling (``sampling_probs``, drawn on the CPU from
-    ``generator``), so that samples of the two families compare like for like.  The recurrent
+    ``generator``) in eval mode (no dropout), so that samples of the two families compare like for
+    like.  The recurrent
     model reads the prompt once and then carries its state a character at a time; the
     Transformer goes through its own ``generate``.  (B, T + new_tokens)"""
     if not isinstance(model, CharRNN):

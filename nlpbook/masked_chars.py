@@ -77,10 +77,11 @@ class SelfAttention(nn.Module):
 
     def forward(self, x, attention_mask=None):                                          # (B, T, D)
         B, T, D = x.shape
+        # (B, T, D) -> (B, H, T, D / H)
         split = lambda t: t.view(B, T, self.heads, D // self.heads).transpose(1, 2)  # noqa: E731
         context = F.scaled_dot_product_attention(split(self.q_proj(x)), split(self.k_proj(x)),
                                                  split(self.v_proj(x)), attn_mask=attention_mask)
-        return self.out_proj(context.transpose(1, 2).reshape(B, T, D)), None
+        return self.out_proj(context.transpose(1, 2).reshape(B, T, D)), None           # (B, H, T, D / H) -> (B, T, D)
 
 
 class _Block(nn.Module):

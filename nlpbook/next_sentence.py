@@ -85,7 +85,7 @@ class Verses:
 
     def followed(self) -> torch.Tensor:
         """(M,) the positions of the verses whose next verse is in the same chapter."""
-        return torch.nonzero(self.chapters[:-1] == self.chapters[1:]).squeeze(1)
+        return torch.nonzero(self.chapters[:-1] == self.chapters[1:]).squeeze(1)  # (M, 1) -> (M,)
 
 
 def pack(firsts: list[list[int]], seconds: list[list[int]], vocabulary: PieceVocabulary,
@@ -166,7 +166,7 @@ def corrupt(ids: torch.Tensor, vocabulary: PieceVocabulary, rate: float = 0.15,
     picked = torch.bernoulli(torch.full(ids.shape, rate), generator=generator).bool() & ~special
     # 0: [MASK], 1: random, 2: unchanged
     how = torch.multinomial(torch.tensor([0.8, 0.1, 0.1]), ids.numel(), replacement=True,
-                            generator=generator).view(ids.shape)
+                            generator=generator).view(ids.shape)  # (B T,) -> (B, T)
     corrupted = torch.where(picked & (how == 0), vocabulary.mask, ids)
     random_ids = torch.randint(vocabulary.size, ids.shape, generator=generator)
     corrupted = torch.where(picked & (how == 1), random_ids, corrupted)

@@ -11,7 +11,7 @@ compares the models, not one model's luck with its settings:
 - a **linear warm-up** over ``warmup`` steps times a **cosine decay** to ``min_lr_ratio`` of the
   peak rate at the end of the budget, over the whole budget (nanoGPT starts its cosine when the
   warm-up ends; here it has begun by then, so with a warm-up of a tenth of the budget the rate
-  peaks at 98% of ``lr``, with half the budget at 57%, and :func:`nlpbook.train.train` refuses a
+  peaks at 98% of ``lr``, with half the budget at 56%, and :func:`nlpbook.train.train` refuses a
   warm-up longer than a budget of steps, whose rate would end below the floor); the budget may be
   steps or seconds, so the decay follows whichever the run is given (:meth:`Recipe.lr_factor`);
 - the gradient's norm **clipped** at ``clip``;

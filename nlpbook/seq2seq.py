@@ -8,8 +8,8 @@ Shapes: sources (B, S) with lengths (B,); target inputs (B, T); E the embedding 
 hidden width.  The encoder is a bidirectional LSTM whose two final states are projected to
 the decoder's initial state; the decoder is a one-directional LSTM.  With attention, each
 decoder state h_t scores every encoder state (general form: h_t^T W_a s_j), the softmax over
-the real (unpadded) source positions weights a context vector, and [h_t ; context] feeds the
-output layer.
+the real (unpadded) source positions weights a context vector, and tanh(W_c [h_t ; context]),
+Luong et al.'s attentional vector, feeds the output layer.
 """
 from __future__ import annotations
 

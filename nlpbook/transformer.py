@@ -354,10 +354,11 @@ class DecoderOnlyLM(nn.Module):
 class EncoderDecoder(nn.Module):
     """The translator of Vaswani et al. (2017) in outline: embeddings scaled by sqrt(D) plus sinusoidal
     positions, an encoder stack, a decoder stack with cross-attention, and a linear map to the target
-    vocabulary.  It differs from the paper's in three ways: its layers are pre-LN by default (the
-    paper's are post-LN: ``norm_first=False``), the two languages have separate embedding tables and
-    an untied output map (the paper shares one table among all three over a joint vocabulary), and the
-    loss has no label smoothing (``nlpbook.translation`` trains it on plain cross-entropy).
+    vocabulary.  It differs from the paper's in four ways: its layers are pre-LN by default (the
+    paper's are post-LN: ``norm_first=False``), its feed-forward networks use GELU (the paper's
+    ReLU), the two languages have separate embedding tables and an untied output map (the paper
+    shares one table among all three over a joint vocabulary), and the loss has no label smoothing
+    (``nlpbook.translation`` trains it on plain cross-entropy).
     Id 0 is padding in both languages."""
 
     def __init__(self, source_vocab: int, target_vocab: int, width: int = 128, heads: int = 4,

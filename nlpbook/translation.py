@@ -37,6 +37,7 @@ def teacher_forced_loss(model, source, lengths, target) -> torch.Tensor:
     device = next(model.parameters()).device
     source, target = source.to(device), target.to(device)
     logits = model(source, lengths, target[:, :-1])                        # (B, T - 1, V)
+    # (B (T - 1), V) against (B (T - 1),)
     return torch.nn.functional.cross_entropy(logits.flatten(0, 1), target[:, 1:].flatten(),
                                              ignore_index=0)
 

@@ -280,6 +280,16 @@ def test_generate_carries_the_recurrent_state_as_reading_the_whole_text_again_wo
     assert torch.equal(generate(model, prompt, 7, top_k=1, generator=torch.Generator().manual_seed(1)), greedy)
 
 
+def test_generate_samples_without_dropout_and_leaves_the_model_in_its_mode():
+    torch.manual_seed(0)
+    model = CharRNN(11, embed=8, hidden=16, cell="lstm", layers=2, dropout=0.5)
+    prompt = torch.randint(0, 11, (2, 5))
+    training = [generate(model, prompt, 20, temperature=0.0) for _ in range(2)]
+    assert model.training
+    evaluating = generate(model.eval(), prompt, 20, temperature=0.0)
+    assert torch.equal(training[0], evaluating) and torch.equal(training[1], evaluating)
+
+
 def test_generate_gives_a_transformer_the_samples_of_its_own_generate():
     torch.manual_seed(0)
     model = DecoderOnlyLM(11, width=16, heads=2, layers=1, context=8).eval()

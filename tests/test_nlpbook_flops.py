@@ -33,6 +33,7 @@ def test_known_chips_have_a_peak_and_others_none():
     assert peak_flops("NVIDIA H100 80GB HBM3") == 989e12
     assert peak_flops("NVIDIA H100 PCIe") == 756e12
     assert peak_flops("NVIDIA L40") == 181e12 and peak_flops("NVIDIA L4") == 121e12  # not the L4's
+    assert peak_flops("NVIDIA L40S") == 362e12  # not the L40's
     assert peak_flops("NVIDIA H100 NVL") == 835e12
     assert peak_flops("NVIDIA H200") == 989e12 and peak_flops("NVIDIA H200 NVL") == 835e12
 

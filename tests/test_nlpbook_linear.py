@@ -33,3 +33,14 @@ def test_sparse_features_give_the_dense_result():
     dense, sparse = fit_logistic(x, y, 1e-3, seed=3), fit_logistic(x.to_sparse(), y, 1e-3, seed=3)
     assert torch.allclose(dense.weight, sparse.weight, atol=1e-5)
     assert torch.equal(dense.predict(x), sparse.predict(x.to_sparse()))
+
+
+def test_the_seed_sets_the_fit_and_leaves_the_caller_s_random_stream_alone():
+    x, y = blobs()
+    torch.manual_seed(5)
+    expected = torch.rand(3)
+    torch.manual_seed(5)
+    first = fit_logistic(x, y, 1e-3, seed=7, steps=5)
+    assert torch.equal(torch.rand(3), expected)
+    assert torch.equal(fit_logistic(x, y, 1e-3, seed=7, steps=5).weight, first.weight)
+    assert not torch.equal(fit_logistic(x, y, 1e-3, seed=8, steps=5).weight, first.weight)

@@ -38,10 +38,14 @@ def test_padding_never_changes_the_real_characters_logits():
 def test_the_scorer_loads_a_state_by_name_and_rejects_others():
     assert SCORERS["masked_char_accuracy"][2] == "higher"
     torch.manual_seed(0)
-    state = MaskedCharEncoder(vocab_size(), 16, 2, 1).state_dict()
+    model = MaskedCharEncoder(vocab_size(), 16, 2, 1)
+    state = model.state_dict()
     options = {"heads": 2, "length": 16, "verses": 50}
-    accuracy = score_state("masked_char_accuracy", state, options)
-    assert 0.0 <= accuracy <= 1.0
+    # the model scored on the first 50 validation verses of 16 characters, as the options say
+    expected = masked_chars.masked_accuracy(model, verse_ids("valid", 16)[:50])
+    assert score_state("masked_char_accuracy", state, options) == expected
+    assert score_state("masked_char_accuracy", state, {**options, "verses": 80}) == \
+        masked_chars.masked_accuracy(model, verse_ids("valid", 16)[:80])
     with pytest.raises(ValueError):
         score_state("masked_char_accuracy", {"weight": torch.zeros(2, 2)}, options)
     with pytest.raises(ValueError):

@@ -80,3 +80,15 @@ def test_the_recipe_computes_in_float32_on_a_cpu():
     assert isinstance(Recipe(lr=1.0).autocast(torch.device("cpu")), contextlib.nullcontext)
     with Recipe(lr=1.0).autocast(torch.device("cpu")):
         assert (torch.ones(2, 2) @ torch.ones(2, 2)).dtype == torch.float32
+
+
+def test_the_recipe_computes_in_bfloat16_on_a_gpu_unless_told_not_to():
+    import contextlib
+    import warnings
+
+    with warnings.catch_warnings():  # this machine may have no CUDA: autocast warns and disables itself
+        warnings.simplefilter("ignore")
+        context = Recipe(lr=1.0).autocast(torch.device("cuda"))
+    assert isinstance(context, torch.autocast)
+    assert context.device == "cuda" and context.fast_dtype == torch.bfloat16
+    assert isinstance(Recipe(lr=1.0, bf16=False).autocast(torch.device("cuda")), contextlib.nullcontext)

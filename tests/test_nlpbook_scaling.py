@@ -18,10 +18,11 @@ def weights(model) -> int:
 def test_lstm_hidden_gives_the_lstm_the_number_of_weights_asked_for(layers):
     for target in (20_000, 300_000):
         hidden = lstm_hidden(target, vocab=60, embed=32, layers=layers)
-        counted = weights(CharRNN(60, embed=32, hidden=hidden, cell="lstm", layers=layers))
-        one_more = weights(CharRNN(60, embed=32, hidden=hidden + 1, cell="lstm", layers=layers))
-        # the nearest width: one unit more or less moves the count further from the target
-        assert abs(counted - target) <= abs(one_more - counted)
+        counted = {width: weights(CharRNN(60, embed=32, hidden=width, cell="lstm", layers=layers))
+                   for width in (hidden - 1, hidden, hidden + 1)}
+        # the nearest width: one unit more or less lands further from the target
+        assert abs(counted[hidden] - target) <= min(abs(counted[hidden - 1] - target),
+                                                     abs(counted[hidden + 1] - target))
 
 
 @pytest.mark.parametrize("size", list(SIZES.values()) + [TINY], ids=lambda size: size.name)

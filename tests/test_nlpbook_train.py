@@ -207,8 +207,9 @@ def test_length_grouped_batches_cover_the_epoch_once_and_cut_the_padding():
 def test_evaluations_fall_on_the_exact_shares_of_a_budget_of_steps(steps, evals):
     # Adding up 1 / evals drifted: 10 evaluations of 10 steps once skipped step 3, 5 of 800 came at 481.
     # Each comes at the first step that has used its share: 3 of 10 steps at 4, 7 and 10.
-    history = train(tiny_lm(), lm_batches(), lm_loss, torch.optim.SGD(tiny_lm().parameters(), lr=0.0),
-                    steps=steps, evaluate=lambda model: {"seen": 1.0}, evals=evals, progress=False)
+    model = tiny_lm()
+    history = train(model, lm_batches(), lm_loss, torch.optim.SGD(model.parameters(), lr=0.0), steps=steps,
+                    evaluate=lambda model: {"seen": 1.0}, evals=evals, progress=False)
     assert history.eval_steps == [-(-steps * k // evals) for k in range(1, evals + 1)]
 
 
