@@ -9,7 +9,7 @@ import warnings
 from pathlib import Path
 
 from autograder.course import (CELL_TIMEOUT, FEEDBACK_OUTPUTS, NOTEBOOK_TIMEOUT, REPOSITORY_CELL_TIMEOUT,
-                               REPOSITORY_NOTEBOOK_TIMEOUT, Course, CourseError)
+                               REPOSITORY_NOTEBOOK_TIMEOUT, Course, CourseError, first_line)
 
 log = logging.getLogger("autograder")
 
@@ -189,7 +189,7 @@ def main(argv: list[str] | None = None) -> int:
             print(format_report(args.assignment, reports))
             return 0
 
-        from autograder.grade import check_apart, grade, kernel_limits
+        from autograder.grade import check_apart, check_out, grade, kernel_limits
 
         if args.course is None and (args.submissions is None or args.out is None):
             raise CourseError("grade: give --submissions DIR and --out DIR (or --course DIR, whose submitted/ "
@@ -197,7 +197,10 @@ def main(argv: list[str] | None = None) -> int:
         submissions = args.submissions or course.submitted
         args.out = args.out or course.root / "graded" / args.assignment
         timeout, notebook_timeout = _time_limits(args, course)
-        check_apart(args.out, submissions)  # before the folder and its log are made
+        # Before the folder and its log are made: nothing is written for a command that cannot run.
+        course.source_notebooks(args.assignment)  # a CourseError for an unknown assignment
+        check_apart(args.out, submissions)
+        check_out(args.out)
         args.out.mkdir(parents=True, exist_ok=True)
         _log_to(logging.DEBUG if args.verbose else logging.INFO, args.out / "grading.log")
         log.info("=== grading %s%s: submissions %s, out %s, started %s", args.assignment,
@@ -217,4 +220,11 @@ def main(argv: list[str] | None = None) -> int:
         return 0 if all(s.status != "failed" for s in run.submissions) else 3
     except CourseError as error:
         log.error("%s", error)
+        return 2
+    except OSError as error:  # a full disk, a folder the command may not write: named, not a traceback
+        where = f"{error.filename}: " if error.filename else ""
+        after = (" A grading run publishes its results only once it has finished, so --out holds those of the "
+                 "last complete run (one stopped while publishing is put right by the next)."
+                 if args.command == "grade" else "")
+        log.error("%s%s; the command stopped.%s", where, error.strerror or first_line(error), after)
         return 2

@@ -42,7 +42,14 @@ def lms_targets(archive: zipfile.ZipFile, where: Path, pattern: str, assignment:
                 ) -> dict[str, PurePosixPath | None]:
     """Member name -> ``STUDENT/ASSIGNMENT/FILE`` for a flat LMS download, or ``None`` for a student's
     own ``timestamp.txt`` (left out, and logged); ``CourseError`` on any misfit."""
-    regex = re.compile(pattern)
+    try:
+        regex = re.compile(pattern)
+    except re.error as error:
+        raise CourseError(f"--pattern {pattern}: not a regular expression ({error})") from None
+    missing = {"student", "file"} - set(regex.groupindex)
+    if missing:
+        raise CourseError(f"--pattern {pattern}: no group named {' or '.join(sorted(missing))}; name the parts "
+                          "of a member's name as (?P<student>...) and (?P<file>...), and optionally (?P<ext>...)")
     targets: dict[str, PurePosixPath | None] = {}
     seen: dict[PurePosixPath, str] = {}
     for member in archive.infolist():

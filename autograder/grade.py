@@ -40,7 +40,8 @@ Output (``--out``)::
     feedback/STUDENT/ASSIGNMENT/*.html
     course/              the nbgrader course directory: gradebook.db, nbgrader_config.py,
                          source/, release/, submitted/, autograded/, feedback/
-    .work/               what a later run reuses: registered courses and finished students
+    .work/               what a later run reuses: registered courses and finished students; and
+                         published.json, the assignment and course whose results these are
 """
 from __future__ import annotations
 
@@ -56,6 +57,7 @@ import re
 import shutil
 import sys
 import time
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -190,12 +192,34 @@ def check_apart(out: Path, submissions_dir: Path) -> None:
                           "grading never writes next to the submissions")
 
 
+RUN_RECORD = "published.json"  # in --out/.work: the assignment and the course of the results published there
+
+
+def check_out(out: Path) -> None:
+    """``CourseError`` unless ``out`` is a new or empty folder or one that grading made (its ``.work``):
+    publishing replaces ``course/``, ``feedback/``, ``grades.csv`` and the rest of :data:`PUBLISHED`
+    there, which would take an instructor's own files of those names (an nbgrader course's root has
+    two).  The command asks this before it makes ``out`` or its log, which is all it may hold."""
+    if out.exists() and not out.is_dir():
+        raise CourseError(f"--out {out} is a file; give a folder")
+    if not out.is_dir() or (out / ".work").is_dir():
+        return
+    foreign = sorted(entry.name for entry in out.iterdir() if entry.name != "grading.log")
+    if foreign:
+        shown = ", ".join(foreign[:5]) + (f" and {len(foreign) - 5} more" if len(foreign) > 5 else "")
+        raise CourseError(f"--out {out} holds files that no grading run wrote ({shown}); grading publishes "
+                          f"{', '.join(PUBLISHED)} there and would replace what has those names. Give a new or "
+                          "empty folder, or one that an earlier grading run filled.")
+
+
 def check_inputs(run: GradingRun) -> None:
-    """The assignment and the submissions exist, no other run uses ``--out``, and no manual grade would be lost."""
+    """The assignment and the submissions exist, ``--out`` is a grading folder that no other run uses
+    and holds no other assignment's results, and no manual grade would be lost."""
     run.expected_notebooks = [path.stem for path in run.origin.source_notebooks(run.assignment)]
     if not run.submissions_dir.is_dir():
         raise CourseError(f"--submissions {run.submissions_dir}: no such folder")
     check_apart(run.out, run.submissions_dir)
+    check_out(run.out)
     run.work.mkdir(parents=True, exist_ok=True)
     run.lock = open(run.work / "lock", "a")
     try:
@@ -207,6 +231,12 @@ def check_inputs(run: GradingRun) -> None:
         shutil.rmtree(stale, ignore_errors=True)
     if run.replace:
         return  # the instructor said to discard what is there
+    record = _published_record(run.out)
+    if record and record != _record_of(run):
+        raise CourseError(
+            f"{run.out} holds the results of {record['assignment']} of the course {record['course']}; a run "
+            f"replaces the results in its folder. Grade each assignment into a folder of its own, such as "
+            f"--out graded/{run.assignment}, or pass --replace to discard them.")
     for where in published_gradebooks(run):
         if others := gradebook.other_assignments(where, run.assignment):
             raise CourseError(
@@ -215,6 +245,20 @@ def check_inputs(run: GradingRun) -> None:
                 f"folder (and database) of its own, such as --out graded/{run.assignment}, or pass --replace to "
                 "discard them.")
         _refuse_manual_grades(where, "grading again would replace them")
+
+
+def _record_of(run: GradingRun) -> dict[str, str]:
+    return {"assignment": run.assignment, "course": str(run.origin.root.resolve())}
+
+
+def _published_record(out: Path) -> dict[str, str] | None:
+    """What :func:`publish` last wrote into ``out`` (None before any, or from a grader that kept no record:
+    the check of the gradebooks then stands alone)."""
+    try:
+        record = json.loads((out / ".work" / RUN_RECORD).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return record if isinstance(record, dict) and {"assignment", "course"} <= set(record) else None
 
 
 def published_gradebooks(run: GradingRun) -> list[str]:
@@ -295,7 +339,14 @@ def find_submissions(run: GradingRun) -> None:
             run.skipped.append(f"{where}: skipped, {entry.name!r} is not a usable student id (letters, digits, "
                                "_.@+-, starting with a letter or digit); rename the folder to grade it")
         else:
-            run.submissions.append(_find_notebooks(run, Submission(entry.name, entry / run.assignment)))
+            submission = Submission(entry.name, entry / run.assignment)
+            try:
+                run.submissions.append(_find_notebooks(run, submission))
+            except OSError as error:  # a folder or file its owner's permissions keep from the grader
+                submission.notebooks, submission.timestamp, submission.status = [], None, "missing"
+                submission.flag(f"{error.filename or submission.folder}: cannot be read ({error.strerror}); "
+                                "scored 0")
+                run.submissions.append(submission)
     for reason in run.skipped:
         log.warning("%s", reason)
     if not run.submissions:
@@ -309,6 +360,10 @@ def _find_notebooks(run: GradingRun, submission: Submission) -> Submission:
     if folder.is_symlink():  # never followed: it could lead to a classmate's hand-in or anywhere else
         submission.status = "missing"
         submission.flag(f"{folder}: a link, not a folder; scored 0")
+        return submission
+    if folder.exists() and not folder.is_dir():  # a zip of the folder, say: handed in, in a form not graded
+        submission.status = "missing"
+        submission.flag(f"{folder}: a file where the {run.assignment}/ folder belongs; scored 0")
         return submission
     if not folder.is_dir():
         submission.status = "missing"
@@ -335,7 +390,15 @@ def _find_notebooks(run: GradingRun, submission: Submission) -> Submission:
     # nbgrader's record of when the student submitted: due dates and late penalties read it.
     timestamp = folder / TIMESTAMP
     if timestamp.is_file() and not timestamp.is_symlink() and timestamp.stat().st_size < 1000:
-        submission.timestamp = timestamp
+        from nbgrader.utils import parse_utc
+
+        text = timestamp.read_text(encoding="utf-8", errors="replace").strip()
+        try:
+            parse_utc(text)
+            submission.timestamp = timestamp
+        except Exception:  # dateutil raises several kinds; nbgrader would fail the whole hand-in
+            submission.flag(f"{timestamp}: {text[:40]!r} is not a date nbgrader can read; graded without it, "
+                            "as if handed in on time")
     return submission
 
 
@@ -356,8 +419,10 @@ def _unreadable(path: Path) -> str | None:
     except UnicodeDecodeError as error:
         return f"not UTF-8 text (byte {error.start})"
     try:
-        notebook = nbformat.reads(text, as_version=4)
-        nbformat.validate(notebook)
+        with warnings.catch_warnings():  # cells without ids (saved before nbformat 4.5) are graded all the same
+            warnings.simplefilter("ignore", nbformat.validator.MissingIDFieldWarning)
+            notebook = nbformat.reads(text, as_version=4)
+            nbformat.validate(notebook)
     except Exception as error:  # json and nbformat raise many kinds
         return f"not a valid notebook ({_version_problem(text) or first_line(error)[:200]})"
     return None
@@ -393,9 +458,21 @@ def _files_of(run: GradingRun):
                         yield path
 
 
+def _hash_or_why(path: Path) -> str:
+    """The file's hash, or why it cannot be read (a student's notes.txt the grader may not open is
+    not graded, and cannot be changed by grading either)."""
+    try:
+        return _sha256(path)
+    except OSError as error:
+        return f"cannot be read ({error.strerror})"
+
+
 def hash_submissions(run: GradingRun) -> None:
     """Record a hash of every submitted file, to prove afterwards that grading changed none."""
-    run.hashes = {path: _sha256(path) for path in _files_of(run)}
+    run.hashes = {path: _hash_or_why(path) for path in _files_of(run)}
+    for path, why in run.hashes.items():
+        if why.startswith("cannot be read"):
+            log.warning("%s: %s, so grading cannot show that it left it unchanged", path, why)
 
 
 def prepare_course(run: GradingRun) -> None:
@@ -527,7 +604,9 @@ def register_assignment(run: GradingRun) -> None:
         shutil.copyfile(saved / "gradebook.db", run.course / "gradebook.db")
         shutil.copytree(saved / "release", run.course / "release", dirs_exist_ok=True)
         return
-    run_generate_assignment(run.course, run.assignment, release_settings=run.origin.release_settings)
+    # An error names the instructor's folder, not this run's copy of it (removed as the run stops).
+    run_generate_assignment(run.course, run.assignment, origin=run.origin.sources / run.assignment,
+                            release_settings=run.origin.release_settings)
     _keep(run, "registration", {"gradebook.db": (run.course / "gradebook.db").read_bytes(),
                                 **{f"release/{k}": v for k, v in _files(run.course / "release").items()}})
 
@@ -687,13 +766,24 @@ def grade_submissions(run: GradingRun) -> None:
             for result in run.pool.run(todo):
                 submission = by_student[result.student]
                 if result.success:  # failures are not saved: the next run tries them again
-                    temporary = results / f".{keys[result.student]}.{os.getpid()}"
-                    _write_synced(temporary, pickle.dumps(result))  # on the disk before its name is
-                    os.replace(temporary, results / keys[result.student])
+                    _save_result(results / keys[result.student], result)
                 _merge(run, database, submission, result)
                 progress.done(submission)
     finally:
         database.dispose()
+
+
+def _save_result(path: Path, result: jobs.Result) -> None:
+    """Keep a student's result for later runs; one that cannot be kept (a full disk) is graded again
+    by the next run, and this one goes on."""
+    temporary = path.with_name(f".{path.name}.{os.getpid()}")
+    try:
+        _write_synced(temporary, pickle.dumps(result))  # on the disk before its name is
+        os.replace(temporary, path)
+    except OSError as error:
+        temporary.unlink(missing_ok=True)
+        log.warning("%s: could not keep the result for later runs (%s); a later run grades %s again",
+                    path, first_line(error), result.student)
 
 
 def _saved_result(path: Path) -> jobs.Result | None:
@@ -859,7 +949,7 @@ def publish_database(run: GradingRun) -> None:
 
 def check_submissions_unchanged(run: GradingRun) -> None:
     """Every submitted file still has the hash it had before grading."""
-    now = {path: _sha256(path) for path in _files_of(run)}
+    now = {path: _hash_or_why(path) for path in _files_of(run)}
     changed = sorted(str(p) for p in set(run.hashes) | set(now) if run.hashes.get(p) != now.get(p))
     if changed:
         raise CourseError("submissions changed during grading (nothing was published): " + ", ".join(changed))
@@ -881,7 +971,10 @@ def publish(run: GradingRun) -> None:
     for name in PUBLISHED:
         if (run.out / name).exists():
             (run.out / name).rename(run.out / f".previous-{name}")
-    _write_synced(journal, b"in")
+    # Moving in, the journal names the results set aside: a recovery that is itself stopped can
+    # then tell an earlier result it has put back from a new one it has still to remove.
+    earlier = [name for name in PUBLISHED if (run.out / f".previous-{name}").exists()]
+    _write_synced(journal, "\n".join(["in", *earlier]).encode())
     for name in PUBLISHED:
         (run.staging / name).rename(run.out / name)
     journal.unlink()
@@ -892,18 +985,31 @@ def publish(run: GradingRun) -> None:
     run.staging = None
 
 
+def record_published(run: GradingRun) -> None:
+    """Note in ``.work`` whose results ``--out`` now holds, for :func:`check_inputs` to compare the next
+    run with.  (A run that replaced another assignment's results, with ``--replace``, and stopped just
+    before this leaves that assignment's note: the next run is refused as if the results were still
+    the other assignment's, and ``--replace`` again lets it through.)"""
+    _write_synced(run.work / RUN_RECORD, json.dumps(_record_of(run)).encode())
+
+
 def finish_interrupted_publish(out: Path) -> None:
     """Put back the results a stopped :func:`publish` had set aside, or remove them where it had
     finished moving the new ones in."""
     journal = out / PUBLISHING
     if journal.exists():
-        # Setting aside, every result in place is an earlier one; moving in, every one is new.
-        moving_in = journal.read_text(encoding="utf-8").strip() == "in"
+        # Setting aside, every result in place is an earlier one. Moving in, a result in place is a
+        # new one, unless it is one the journal names as set aside and its .previous- is gone: then
+        # an earlier recovery, stopped before it removed the journal, has already put it back.
+        # An empty journal: stopped as it was rewritten for moving in, before anything moved in.
+        phase, *earlier = journal.read_text(encoding="utf-8").split() or ["aside"]
         for name in PUBLISHED:
-            if moving_in and (out / name).exists():
+            previous = out / f".previous-{name}"
+            put_back = phase == "in" and name in earlier and not previous.exists()
+            if phase == "in" and not put_back and (out / name).exists():
                 _remove(out / name)
-            if (out / f".previous-{name}").exists():
-                (out / f".previous-{name}").rename(out / name)
+            if previous.exists():
+                previous.rename(out / name)
         journal.unlink()
         log.warning("%s: a grading run stopped while publishing; the results of the run before it are back",
                     out)
@@ -970,6 +1076,7 @@ STEPS: list[Callable[[GradingRun], None]] = [
     check_no_grades_entered_meanwhile,
     publish_database,
     publish,
+    record_published,
     summarize,
 ]
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 import atexit
 import json
 import os
+import re
 import shutil
 import tempfile
 import threading
@@ -120,6 +121,9 @@ def run(job: Job) -> Result:
     start = time.perf_counter()
     # nbgrader's gradebook code triggers SQLAlchemy warnings on every student; they say nothing useful.
     warnings.filterwarnings("ignore", message=".*not in session.*")
+    # A notebook saved before nbformat 4.5, or test cells nbgrader puts back, have cells without ids:
+    # graded all the same, and nbformat's warning about them reached the instructor's console.
+    warnings.filterwarnings("ignore", message="Cell is missing an id field")
     folder = Path(tempfile.mkdtemp(prefix="nlpbook-job-", dir=_scratch()))
     try:
         job.course.write(folder)
@@ -216,8 +220,8 @@ def _grade(job: Job, root: Path) -> Result:
         peak_mb = session.memory().get("peak_mb")
     log = graded.get("log") or ""
     if not graded["success"]:
-        reason = (graded.get("error") or log or "no message").strip().splitlines()[-1]
-        return Result(job.student, False, f"nbgrader autograde failed ({reason})", log)
+        return Result(job.student, False, f"nbgrader autograde failed ({autograde_failure(graded.get('error'), log)})",
+                      log)
     feedback = {"success": True}
     if job.settings.feedback:
         feedback = NbGraderAPI(config=_config(job, root)).generate_feedback(job.course.assignment, job.student,
@@ -235,6 +239,29 @@ def _grade(job: Job, root: Path) -> Result:
         return Result(job.student, False, f"not graded: {error}", log)
     return Result(job.student, True, message, log + (feedback.get("log") or ""), files,
                   rows, stops=_stops(files, console), peak_mb=peak_mb)
+
+
+_EXCEPTION = re.compile(r"^\s*([A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt)): ?(.*)$")
+_CONVERTING = re.compile(r"Converting notebook .*/([^/]+\.ipynb)\s*$")
+
+
+def autograde_failure(error: str | None, log: str) -> str:
+    """Why nbgrader's autograde failed, from its log, naming the notebook it was converting: the last
+    exception its traceback shows, not its closing "see the above traceback".  A KeyError as it adds
+    back the test cells means that a cell it places them after (an answer cell, say) is gone or has
+    lost its nbgrader metadata, which some editors drop when they save."""
+    lines = (log or error or "").splitlines()
+    found = [match for line in lines if (match := _EXCEPTION.match(line))
+             and not match.group(1).endswith("NbGraderException")]
+    notebooks = [match.group(1) for line in lines if (match := _CONVERTING.search(line))]
+    where = f"{notebooks[-1]}: " if notebooks else ""
+    if not found:
+        return where + ((error or log or "no message").strip().splitlines() or ["no message"])[-1]
+    kind, message = found[-1].groups()
+    if kind == "KeyError" and "add_missing_grade_cells" in log:
+        return (f"{where}the cell {message} is missing or has lost its nbgrader metadata (deleted, or the notebook "
+                "was saved by an editor that drops it), so nbgrader cannot put the tests back in place")
+    return f"{where}{kind}: {message}"
 
 
 def _stops(files: dict[str, bytes], console: str) -> dict[str, dict]:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import ast
 import copy
 import csv
+import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -150,6 +151,26 @@ class PartReport:
         return len(self.caught) / total if total else 1.0
 
 
+OWN_FOLDER = ".check-tests"  # marks an --out folder that check-tests made, and may fill again
+
+
+def _own_folder(out: Path) -> Path:
+    """``out``, made and marked as check-tests' own; a ``CourseError`` for a file or for a folder that
+    holds anything check-tests did not write, since it replaces ``release/``, ``mutants/`` and
+    ``graded/`` there (a course's root holds a ``release/``)."""
+    if out.exists() and not out.is_dir():
+        raise CourseError(f"--out {out} is a file; give a folder")
+    if out.is_dir() and not (out / OWN_FOLDER).exists():
+        if foreign := sorted(entry.name for entry in out.iterdir()):
+            shown = ", ".join(foreign[:5]) + (f" and {len(foreign) - 5} more" if len(foreign) > 5 else "")
+            raise CourseError(f"--out {out} holds files that check-tests did not write ({shown}); it replaces "
+                              "release/, mutants/ and graded/ there. Give a new or empty folder, or one that "
+                              "an earlier check-tests run filled.")
+    out.mkdir(parents=True, exist_ok=True)
+    (out / OWN_FOLDER).touch()
+    return out
+
+
 def check_tests(assignment: str, out: Path | None = None, *, workers: int | None = None, timeout: int = 30,
                 limit: int | None = None, parts: list[str] | None = None, sandbox_mode: str = "auto",
                 course: Course | None = None) -> list[PartReport]:
@@ -166,8 +187,9 @@ def check_tests(assignment: str, out: Path | None = None, *, workers: int | None
     if unknown:
         raise CourseError(f"{assignment} has no solution cell {', '.join(map(repr, unknown))}; its parts are "
                           f"{', '.join(part for bugs in every.values() for part in bugs)}")
-    out = Path(out or tempfile.mkdtemp(prefix=f"check-tests-{assignment}-")).absolute()
+    out = _own_folder(Path(out or tempfile.mkdtemp(prefix=f"check-tests-{assignment}-")).absolute())
     submissions, release = out / "mutants", out / "release"
+    shutil.rmtree(submissions, ignore_errors=True)  # an earlier run's mutants, which this one may not plant
     generate_release(assignment, release / assignment, course=course, warn=False)  # grade() warns
     planted: dict[str, tuple[str, Mutant | None]] = {}
     hand_in = dict(sources=course.sources, release=release)  # where solved() reads the notebooks

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import html
+import json
 import sqlite3
 import subprocess
 import sys
@@ -11,7 +12,7 @@ import pytest
 
 from conftest import autograded, course_folder, run_autograder
 from autograder.handins import write
-from attention_course import COURSE_ARGS, solved
+from attention_course import COURSE, COURSE_ARGS, solved
 
 
 def test_unknown_assignment_is_named(tmp_path):
@@ -25,6 +26,7 @@ def test_unknown_assignment_is_named(tmp_path):
         "grade", "attention", "--submissions", str(tmp_path / "class"), "--out", str(tmp_path / "out")).stderr
     assert "not an assignment id" in run_autograder("grade", "../attention", "--submissions", str(tmp_path / "class"),
                                                    "--out", str(tmp_path / "out")).stderr
+    assert not (tmp_path / "out").exists()  # refused before the output folder and its log are made
 
 
 def test_missing_submissions_folder_is_named(tmp_path):
@@ -38,6 +40,43 @@ def test_out_inside_submissions_is_refused(tmp_path):
                             "--out", str(tmp_path / "class" / "graded"))
     assert result.returncode == 2 and "must not contain each other" in result.stderr
     assert list((tmp_path / "class").iterdir()) == []  # not even the output folder or its log
+
+
+def test_an_out_folder_that_no_grading_run_made_is_refused_and_left_as_it_was(tmp_path):
+    # An nbgrader course's root has a feedback/ folder, and an instructor may keep a grades.csv of
+    # their own: publishing replaced both.
+    (tmp_path / "class").mkdir()
+    course_root = tmp_path / "course"
+    (course_root / "feedback" / "ada").mkdir(parents=True)
+    (course_root / "grades.csv").write_text("student_id,score\nada,9\n")
+    grade = ("grade", "04-attention", *COURSE_ARGS, "--submissions", str(tmp_path / "class"))
+    result = run_autograder(*grade, "--out", str(course_root))
+    assert result.returncode == 2
+    assert f"--out {course_root} holds files that no grading run wrote (feedback, grades.csv)" in result.stderr
+    assert sorted(path.name for path in course_root.iterdir()) == ["feedback", "grades.csv"]  # no log, no .work
+    assert (course_root / "grades.csv").read_text() == "student_id,score\nada,9\n"
+    (tmp_path / "a-file").write_text("")
+    assert "--out " + str(tmp_path / "a-file") + " is a file" in run_autograder(*grade, "--out", str(tmp_path / "a-file")).stderr
+    # check-tests fills its --out with release/, mutants/ and graded/ alike
+    checking = run_autograder("check-tests", "04-attention", *COURSE_ARGS, "--out", str(course_root))
+    assert checking.returncode == 2 and "holds files that check-tests did not write" in checking.stderr
+    assert sorted(path.name for path in course_root.iterdir()) == ["feedback", "grades.csv"]
+
+
+def test_results_of_another_assignment_or_course_are_not_replaced_without_asking(tmp_path):
+    (tmp_path / "class").mkdir()
+    out = tmp_path / "out"
+    (out / ".work").mkdir(parents=True)
+    (out / "grades.csv").write_text("earlier\n")
+    grade = ("grade", "04-attention", *COURSE_ARGS, "--submissions", str(tmp_path / "class"), "--out", str(out))
+    for record in ({"assignment": "05-transformers", "course": str(COURSE.resolve())},
+                   {"assignment": "04-attention", "course": "/courses/another"}):
+        (out / ".work" / "published.json").write_text(json.dumps(record))
+        result = run_autograder(*grade)
+        assert result.returncode == 2, result.stderr
+        assert (f"holds the results of {record['assignment']} of the course {record['course']}" in result.stderr
+                and "--out graded/04-attention" in result.stderr and "--replace" in result.stderr)
+        assert (out / "grades.csv").read_text() == "earlier\n"
 
 
 def test_a_gpu_the_sandboxed_kernels_cannot_reach_is_refused_before_anything_runs(tmp_path):
@@ -82,6 +121,9 @@ def test_manual_grades_are_not_replaced_without_asking(tmp_path):
     write(solved("04-attention", "attention"), classroom, "attention")  # no student folder at all
     first = run_autograder(*grade)
     assert first.returncode == 0, first.stderr
+    # what later runs compare themselves with
+    assert json.loads((out / ".work" / "published.json").read_text()) == {
+        "assignment": "04-attention", "course": str(COURSE.resolve())}
     assert "'bad id!' is not a usable student id" in first.stderr and "a link is not a student folder" in first.stderr
     # Folders that are not graded are in no CSV: the summary asks a person to look at them.
     assert "NEEDS REVIEW (not graded)" in first.stderr.split("slowest:")[1]
@@ -200,3 +242,34 @@ def test_check_tests_takes_grade_s_sandbox_modes_so_it_runs_where_grade_does(mon
     assert seen["sandbox_mode"] == "none"
     assert main(["check-tests", "04-attention"]) == 0
     assert seen["sandbox_mode"] == "auto"
+
+
+def test_a_full_disk_is_named_in_one_line_not_a_traceback(tmp_path, monkeypatch, capsys):
+    from autograder import grade
+    from autograder.cli import main
+
+    (tmp_path / "class").mkdir()
+
+    def full(*args, **kwargs):
+        raise OSError(28, "No space left on device", str(tmp_path / "out" / ".staging-1" / "grades.csv"))
+
+    monkeypatch.setattr(grade, "grade", full)
+    assert main(["grade", "04-attention", "--submissions", str(tmp_path / "class"), "--out", str(tmp_path / "out")]) == 2
+    said = capsys.readouterr().err
+    assert f"{tmp_path}/out/.staging-1/grades.csv: No space left on device; the command stopped." in said
+    assert "--out holds those of the last complete run" in said and "Traceback" not in said
+    assert "No space left on device" in (tmp_path / "out" / "grading.log").read_text()
+
+
+def test_a_result_that_cannot_be_kept_for_later_runs_does_not_stop_the_class(tmp_path, monkeypatch, caplog):
+    from autograder import grade
+    from autograder.jobs import Result
+
+    def full(path, data):
+        path.write_bytes(data[:3])  # cut short by the full disk
+        raise OSError(28, "No space left on device", str(path))
+
+    monkeypatch.setattr(grade, "_write_synced", full)
+    grade._save_result(tmp_path / "key", Result("ada", True))
+    assert list(tmp_path.iterdir()) == []  # neither the result nor the part of it that was written
+    assert "could not keep the result for later runs" in caplog.text and "grades ada again" in caplog.text

@@ -1,6 +1,7 @@
 """Unpacking a class zip: hostile member names stop the whole unpacking, with nothing written."""
 from __future__ import annotations
 
+import re
 import stat
 import zipfile
 
@@ -119,3 +120,16 @@ def test_a_canvas_download_that_does_not_fit_writes_nothing(tmp_path, members, p
                             "--assignment", "04-attention")
     assert result.returncode == 2 and problem in result.stderr
     assert not (tmp_path / "submissions").exists()
+
+
+@pytest.mark.parametrize("pattern, problem", [
+    (r"^(?P<student>\d+_(?P<file>.+)$", "not a regular expression (missing ), unterminated subpattern"),
+    (r"^(?P<student>\d+)_(.+)$", "no group named file"),
+    (r"^(\d+)_(.+)$", "no group named file or student"),
+])
+def test_a_pattern_that_cannot_name_the_student_and_the_file_is_refused_by_name(tmp_path, pattern, problem):
+    archive = _zip(tmp_path / "canvas.zip", [("1201_attention.ipynb", "{}", REGULAR)])
+    with pytest.raises(CourseError, match=f"--pattern .*: {re.escape(problem)}"):
+        extract_zip(archive, tmp_path / "submissions", "04-attention", pattern)
+    assert not (tmp_path / "submissions").exists()
+    assert extract_zip(archive, tmp_path / "submissions", "04-attention", r"^(?P<student>\d+)_(?P<file>.+)$")

@@ -235,6 +235,73 @@ def test_a_hand_ins_file_is_hashed_a_block_at_a_time(tmp_path, monkeypatch):
     assert _sha256(path) == hashlib.sha256(b"x" * (3 << 20)).hexdigest()
 
 
+def _class_of_two(tmp_path):
+    """A GradingRun over ada's and bea's hand-ins of the solution, as check_inputs leaves it."""
+    from autograder.grade import GradingRun
+
+    for student in ("ada", "bea"):
+        write(solved(ASSIGNMENT, NOTEBOOK), tmp_path / "class" / student / ASSIGNMENT, NOTEBOOK)
+    run = GradingRun(ASSIGNMENT, tmp_path / "class", tmp_path / "out")
+    run.expected_notebooks = [NOTEBOOK]
+    return run
+
+
+def test_a_hand_in_the_grader_may_not_read_is_flagged_and_the_others_graded(tmp_path, monkeypatch):
+    # Files a hand-in's owner keeps from the grader (an exchange folder's permissions) stopped the
+    # whole class with a PermissionError traceback. Root reads them all: the test makes them unreadable.
+    from autograder import grade
+
+    run = _class_of_two(tmp_path)
+    (run.submissions_dir / "ada" / ASSIGNMENT / "notes.txt").write_text("mine")
+    refused = {run.submissions_dir / "bea" / ASSIGNMENT / f"{NOTEBOOK}.ipynb",
+               run.submissions_dir / "ada" / ASSIGNMENT / "notes.txt"}
+    real_read_bytes, real_sha256 = Path.read_bytes, grade._sha256
+
+    def deny(path):
+        if path in refused:
+            raise PermissionError(13, "Permission denied", str(path))
+
+    monkeypatch.setattr(Path, "read_bytes", lambda self: deny(self) or real_read_bytes(self))
+    monkeypatch.setattr(grade, "_sha256", lambda path: deny(path) or real_sha256(path))
+    grade.find_submissions(run)
+    ada, bea = run.submissions
+    assert ada.notebooks and not ada.problems
+    assert not bea.notebooks and bea.status == "missing" and bea.needs_review
+    assert bea.problems == [f"{run.submissions_dir}/bea/{ASSIGNMENT}/{NOTEBOOK}.ipynb: cannot be read "
+                            "(Permission denied); scored 0"]
+    grade.hash_submissions(run)
+    assert run.hashes[run.submissions_dir / "ada" / ASSIGNMENT / "notes.txt"] == "cannot be read (Permission denied)"
+    grade.check_submissions_unchanged(run)  # an unreadable file is not taken for a changed one
+
+
+def test_a_file_where_the_assignment_folder_belongs_is_flagged_for_review(tmp_path):
+    from autograder.grade import find_submissions
+
+    run = _class_of_two(tmp_path)
+    (run.submissions_dir / "cy").mkdir()
+    (run.submissions_dir / "cy" / ASSIGNMENT).write_bytes(b"PK\x05\x06" + bytes(18))  # a zip of it
+    find_submissions(run)
+    cy = run.submissions[-1]
+    assert cy.student == "cy" and cy.status == "missing" and cy.needs_review
+    assert cy.problems == [f"{run.submissions_dir}/cy/{ASSIGNMENT}: a file where the {ASSIGNMENT}/ folder belongs; "
+                           "scored 0"]
+
+
+def test_a_timestamp_nbgrader_cannot_read_is_left_out_and_flagged(tmp_path):
+    # nbgrader failed the whole hand-in over it, naming neither the file nor the cause.
+    from autograder.grade import find_submissions
+
+    run = _class_of_two(tmp_path)
+    (run.submissions_dir / "ada" / ASSIGNMENT / "timestamp.txt").write_text("2026-03-01 12:00:00.000000 UTC")
+    (run.submissions_dir / "bea" / ASSIGNMENT / "timestamp.txt").write_text("the day before the deadline")
+    find_submissions(run)
+    ada, bea = run.submissions
+    assert ada.timestamp is not None and not ada.problems
+    assert bea.timestamp is None and bea.notebooks and bea.needs_review
+    assert bea.problems == [f"{run.submissions_dir}/bea/{ASSIGNMENT}/timestamp.txt: 'the day before the deadline' "
+                            "is not a date nbgrader can read; graded without it, as if handed in on time"]
+
+
 def test_a_saved_result_cut_short_is_graded_again_not_a_stop_for_every_rerun(tmp_path, caplog):
     import pickle
 
@@ -332,6 +399,48 @@ def test_a_publish_stopped_at_any_rename_leaves_one_runs_results(tmp_path, monke
         else:
             assert present == 0, stop_after
         assert not list(out.glob(".previous-*")) and not (out / ".publishing").exists()
+
+
+@pytest.mark.parametrize("earlier", [True, False])
+def test_a_recovery_stopped_in_its_turn_still_leaves_one_runs_results(tmp_path, monkeypatch, earlier):
+    # A recovery stopped after putting some earlier results back once removed them as new ones
+    # when the next run recovered again: the journal now names what was set aside.
+    from types import SimpleNamespace
+
+    from autograder.grade import PUBLISHED, finish_interrupted_publish, publish
+
+    real_rename = Path.rename
+    set_aside = len(PUBLISHED) if earlier else 0  # the renames before the new results move in
+    for stop_publish in range(set_aside, set_aside + len(PUBLISHED)):  # stopped while moving in
+        for stop_recovery in range(len(PUBLISHED) + 1):
+            out = tmp_path / f"{stop_publish}-{stop_recovery}"
+            if earlier:
+                _results(out, "earlier")
+            _results(out / ".staging-1", "new")
+            run = SimpleNamespace(out=out, staging=out / ".staging-1")
+            for stop_after, step in ((stop_publish, lambda: publish(run)),
+                                     (stop_recovery, lambda: finish_interrupted_publish(out))):
+                done = []
+
+                def rename(self, target):
+                    if len(done) == stop_after:
+                        raise KeyboardInterrupt
+                    done.append(self)
+                    return real_rename(self, target)
+
+                monkeypatch.setattr(Path, "rename", rename)
+                try:
+                    step()
+                except KeyboardInterrupt:
+                    pass
+                monkeypatch.setattr(Path, "rename", real_rename)
+            finish_interrupted_publish(out)
+            texts, present = _held(out)
+            if earlier:
+                assert texts == {"earlier"} and present == len(PUBLISHED), (stop_publish, stop_recovery)
+            else:
+                assert present == 0, (stop_publish, stop_recovery)
+            assert not list(out.glob(".previous-*")) and not (out / ".publishing").exists()
 
 
 def test_the_lms_export_leaves_a_failed_grading_empty_for_a_person_to_fill(tmp_path):

@@ -110,3 +110,29 @@ def test_a_workers_own_zygote_starts_with_the_runs_kernel_environment(monkeypatc
     assert jobs._zygote_for(one_thread) == started[2].path
     # the coordinator's zygote, where this machine can reach it, is used as it is
     assert jobs._zygote_for(Settings(**base, zygote=__file__)) == __file__
+
+
+NBGRADER_LOG = """[INFO] Converting notebook /dev/shm/nlpbook-job-1/submitted/bea/04-attention/attention.ipynb
+[WARNING] Missing grade cell test_scaled_dot_product_attention_visible encountered, adding to notebook
+[ERROR] Traceback (most recent call last):
+      File "nbgrader/preprocessors/overwritecells.py", line 140, in add_missing_grade_cells
+        prev_cell_idx = submitted_cell_idxs[prev_cell_id] + added_count
+    KeyError: 'scaled_dot_product_attention'
+
+[ERROR] There was an error processing assignment '04-attention' for student 'bea'
+[ERROR] Please see the the above traceback for details on the specific errors on the above failures.
+"""
+
+
+def test_an_autograde_failure_is_told_by_its_cause_and_notebook_not_by_nbgrader_s_last_line():
+    from autograder.jobs import autograde_failure
+
+    closing = "nbgrader.converters.base.NbGraderException: Please see the the above traceback"
+    assert autograde_failure(closing, NBGRADER_LOG) == (
+        "attention.ipynb: the cell 'scaled_dot_product_attention' is missing or has lost its nbgrader metadata "
+        "(deleted, or the notebook was saved by an editor that drops it), so nbgrader cannot put the tests back "
+        "in place")
+    other = NBGRADER_LOG.replace("add_missing_grade_cells", "preprocess").replace(
+        "KeyError: 'scaled_dot_product_attention'", "ValueError: invalid literal for int()")
+    assert autograde_failure(closing, other) == "attention.ipynb: ValueError: invalid literal for int()"
+    assert autograde_failure("it broke\n", "") == "it broke"  # nothing to read but nbgrader's own words
