@@ -361,6 +361,27 @@ def _held(out):
     return texts, present
 
 
+def _stopped_after_renames(monkeypatch, renames: int, step) -> bool:
+    """Run ``step`` with a KeyboardInterrupt in place of its rename number ``renames`` (counting from 0);
+    True if it finished first."""
+    real_rename, done = Path.rename, []
+
+    def rename(self, target):
+        if len(done) == renames:
+            raise KeyboardInterrupt
+        done.append(self)
+        return real_rename(self, target)
+
+    monkeypatch.setattr(Path, "rename", rename)
+    try:
+        step()
+        return True
+    except KeyboardInterrupt:
+        return False
+    finally:
+        monkeypatch.setattr(Path, "rename", real_rename)
+
+
 @pytest.mark.parametrize("earlier", [True, False])
 def test_a_publish_stopped_at_any_rename_leaves_one_runs_results(tmp_path, monkeypatch, earlier):
     # Publishing swapped each file in turn: a run stopped between two left a new gradebook beside
@@ -375,21 +396,8 @@ def test_a_publish_stopped_at_any_rename_leaves_one_runs_results(tmp_path, monke
         if earlier:
             _results(out, "earlier")
         _results(out / ".staging-1", "new")
-        real_rename, done = Path.rename, []
-
-        def rename(self, target):
-            if len(done) == stop_after:
-                raise KeyboardInterrupt
-            done.append(self)
-            return real_rename(self, target)
-
-        monkeypatch.setattr(Path, "rename", rename)
-        try:
-            publish(SimpleNamespace(out=out, staging=out / ".staging-1"))
-            finished = True
-        except KeyboardInterrupt:
-            finished = False
-        monkeypatch.setattr(Path, "rename", real_rename)
+        finished = _stopped_after_renames(monkeypatch, stop_after,
+                                          lambda: publish(SimpleNamespace(out=out, staging=out / ".staging-1")))
         finish_interrupted_publish(out)
         texts, present = _held(out)
         if finished:
@@ -409,7 +417,6 @@ def test_a_recovery_stopped_in_its_turn_still_leaves_one_runs_results(tmp_path, 
 
     from autograder.grade import PUBLISHED, finish_interrupted_publish, publish
 
-    real_rename = Path.rename
     set_aside = len(PUBLISHED) if earlier else 0  # the renames before the new results move in
     for stop_publish in range(set_aside, set_aside + len(PUBLISHED)):  # stopped while moving in
         for stop_recovery in range(len(PUBLISHED) + 1):
@@ -418,22 +425,8 @@ def test_a_recovery_stopped_in_its_turn_still_leaves_one_runs_results(tmp_path, 
                 _results(out, "earlier")
             _results(out / ".staging-1", "new")
             run = SimpleNamespace(out=out, staging=out / ".staging-1")
-            for stop_after, step in ((stop_publish, lambda: publish(run)),
-                                     (stop_recovery, lambda: finish_interrupted_publish(out))):
-                done = []
-
-                def rename(self, target):
-                    if len(done) == stop_after:
-                        raise KeyboardInterrupt
-                    done.append(self)
-                    return real_rename(self, target)
-
-                monkeypatch.setattr(Path, "rename", rename)
-                try:
-                    step()
-                except KeyboardInterrupt:
-                    pass
-                monkeypatch.setattr(Path, "rename", real_rename)
+            _stopped_after_renames(monkeypatch, stop_publish, lambda: publish(run))
+            _stopped_after_renames(monkeypatch, stop_recovery, lambda: finish_interrupted_publish(out))
             finish_interrupted_publish(out)
             texts, present = _held(out)
             if earlier:
