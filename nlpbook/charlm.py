@@ -261,9 +261,7 @@ def loss_by_position(model: nn.Module, ids: torch.Tensor, chunk: int, batch_size
         raise ValueError(f"a text of {len(ids)} ids is too short for chunks of {chunk + 1}")
     total, chunks = torch.zeros(chunk), 0
     for windows in _full_chunks(ids, chunk, batch_size, device):  # (b, chunk + 1)
-        logits = _logits(model, windows[:, :-1])  # (b, chunk, V)
-        losses = F.cross_entropy(logits.transpose(1, 2), windows[:, 1:], reduction="none")  # (b, chunk)
-        total += losses.sum(0).cpu()
+        total += next_char_losses(model, windows).sum(0).cpu()  # (b, chunk) summed over the chunks
         chunks += len(windows)
     return total / chunks
 

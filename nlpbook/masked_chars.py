@@ -21,6 +21,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from nlpbook import corpora
+from nlpbook.bert import IGNORE_INDEX
 from nlpbook.checks import load_weights
 from nlpbook.train import evaluates
 
@@ -62,7 +63,7 @@ def mask_characters(ids: torch.Tensor, rate: float, generator: torch.Generator) 
     Returns the inputs (hidden characters replaced by ``MASK``) and the targets (the original id
     where a character was hidden, -100 elsewhere, which ``cross_entropy`` ignores)."""
     hidden = (torch.rand(ids.shape, generator=generator) < rate) & (ids != PAD)
-    return ids.masked_fill(hidden, MASK), ids.masked_fill(~hidden, -100)
+    return ids.masked_fill(hidden, MASK), ids.masked_fill(~hidden, IGNORE_INDEX)
 
 
 class SelfAttention(nn.Module):
@@ -128,7 +129,7 @@ def masked_accuracy(model: nn.Module, ids: torch.Tensor, rate: float = 0.15, see
     for start in range(0, len(ids), batch_size):
         logits = model(inputs[start:start + batch_size])
         target = targets[start:start + batch_size]
-        hidden = target != -100
+        hidden = target != IGNORE_INDEX
         right += (logits.argmax(-1)[hidden] == target[hidden]).sum().item()
         total += hidden.sum().item()
     return right / total

@@ -25,9 +25,8 @@ import torch
 
 from nlpbook import corpora
 from nlpbook.bert import IGNORE_INDEX
-from nlpbook.wordpiece import WordPieceTokenizer
+from nlpbook.wordpiece import SPECIAL_TOKENS, WordPieceTokenizer
 
-SPECIALS = ("[PAD]", "[CLS]", "[SEP]", "[MASK]", "[UNK]")
 
 
 @dataclass(frozen=True)
@@ -47,10 +46,11 @@ class PieceVocabulary:
         """Keep the pieces seen at least ``min_count`` times in ``texts`` (lists of tokenizer
         ids), and the five special pieces."""
         seen = Counter(i for text in texts for i in text)
-        specials = [tokenizer.token_id(token) for token in SPECIALS]
-        kept = sorted({i for i, count in seen.items() if count >= min_count} | set(specials))
+        # "pad" -> the tokenizer's id of [PAD], and so on for the other four fields
+        specials = {token.strip("[]").lower(): tokenizer.token_id(token) for token in SPECIAL_TOKENS}
+        kept = sorted({i for i, count in seen.items() if count >= min_count} | set(specials.values()))
         compact = {old: new for new, old in enumerate(kept)}
-        return cls(compact, *(compact[i] for i in specials))
+        return cls(compact, **{name: compact[i] for name, i in specials.items()})
 
     @property
     def size(self) -> int:

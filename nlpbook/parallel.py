@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import functools
 import random
-import re
 import tarfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,7 +36,6 @@ from nlpbook.download import fetch
 from nlpbook.vocab import Vocabulary
 
 LANGUAGES = ("en", "fr", "de", "es")
-_TOKEN = re.compile(r"\w+|[^\w\s]")
 
 MULTI30K_MIRROR = "https://raw.githubusercontent.com/neychev/small_DL_repo/master/datasets/Multi30k/"
 # split -> (file name, SHA-256, prefix of the files inside the archive); the checksums torchtext publishes.
@@ -67,10 +65,9 @@ def tokenize_phrase(text: str, *, characters: bool = False) -> tuple[str, ...]:
     """Lower-cased words with punctuation and hyphens as tokens of their own
     ("quatre-vingt-dix" -> quatre - vingt - dix); ``characters`` splits into characters instead
     (spaces become "_"), which suits German's one-word numbers."""
-    text = text.lower()
     if characters:
-        return tuple("_" if c == " " else c for c in text)
-    return tuple(_TOKEN.findall(text))
+        return tuple("_" if c == " " else c for c in text.lower())
+    return tuple(pretokenize(text))  # BPE's words: the same cut
 
 
 def number_phrase(value: int, language: str) -> str:

@@ -28,8 +28,8 @@ def made_up_verses(chapters=(4, 3, 5), first_word=10, skip=()):
 
 
 class FakeTokenizer:
-    def token_id(self, token):
-        return {"[PAD]": 0, "[CLS]": 1, "[SEP]": 2, "[MASK]": 3, "[UNK]": 4}[token]
+    def token_id(self, token):  # ids in another order than the fields, so a field read from the wrong token shows
+        return {"[PAD]": 4, "[CLS]": 0, "[SEP]": 3, "[MASK]": 1, "[UNK]": 2}[token]
 
 
 def test_the_vocabulary_keeps_frequent_pieces_and_the_specials_renumbered():
@@ -38,7 +38,7 @@ def test_the_vocabulary_keeps_frequent_pieces_and_the_specials_renumbered():
     assert sorted(vocabulary.compact) == [0, 1, 2, 3, 4, 50, 70]
     assert sorted(vocabulary.compact.values()) == list(range(7)) and vocabulary.size == 7
     assert vocabulary.encode([50, 60, 70]) == [vocabulary.compact[50], vocabulary.unk, vocabulary.compact[70]]
-    assert (vocabulary.pad, vocabulary.cls, vocabulary.sep, vocabulary.mask) == (0, 1, 2, 3)
+    assert (vocabulary.pad, vocabulary.cls, vocabulary.sep, vocabulary.mask, vocabulary.unk) == (4, 0, 3, 1, 2)
 
 
 def test_pack_lays_out_cls_a_sep_b_sep_then_padding_with_segments():
