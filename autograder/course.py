@@ -42,6 +42,22 @@ class CourseError(Exception):
     """A problem with the instructor's input: it names the file and what is wrong."""
 
 
+def check_own_folder(out: Path, mark: str, *, maker: str, unwritten: str, replaces: str,
+                     ignore: tuple[str, ...] = ()) -> None:
+    """``CourseError`` unless ``--out`` ``out`` is new, empty (but for the names in ``ignore``) or holds
+    the folder ``mark``, which a ``maker`` (an earlier ``grade`` or ``check-tests``) left there: both
+    replace what ``replaces`` says in their folder, and an instructor's own folder (an nbgrader
+    course's root) may hold things of those names.  ``unwritten`` says who did not write them."""
+    if out.exists() and not out.is_dir():
+        raise CourseError(f"--out {out} is a file; give a folder")
+    if not out.is_dir() or (out / mark).is_dir():
+        return
+    if foreign := sorted(entry.name for entry in out.iterdir() if entry.name not in ignore):
+        shown = ", ".join(foreign[:5]) + (f" and {len(foreign) - 5} more" if len(foreign) > 5 else "")
+        raise CourseError(f"--out {out} holds files that {unwritten} ({shown}); {replaces}. Give a new or empty "
+                          f"folder, or one that an earlier {maker} filled.")
+
+
 def first_line(error: Exception) -> str:
     """An exception's type and the first line of its message, for an error that quotes it."""
     return f"{error.__class__.__name__}: {(str(error).strip().splitlines() or [''])[0]}"

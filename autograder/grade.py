@@ -63,7 +63,8 @@ from pathlib import Path
 from typing import Callable
 
 from autograder import gradebook, jobs, sandbox
-from autograder.course import CELL_TIMEOUT, CPU_GRACE, NOTEBOOK_TIMEOUT, REPO_ROOT, Course, CourseError, first_line
+from autograder.course import (CELL_TIMEOUT, CPU_GRACE, NOTEBOOK_TIMEOUT, REPO_ROOT, Course, CourseError,
+                               check_own_folder, first_line)
 from autograder.generate import IGNORED, run_generate_assignment
 from autograder.pool import thread_share
 
@@ -200,16 +201,8 @@ def check_out(out: Path) -> None:
     publishing replaces ``course/``, ``feedback/``, ``grades.csv`` and the rest of :data:`PUBLISHED`
     there, which would take an instructor's own files of those names (an nbgrader course's root has
     two).  The command asks this before it makes ``out`` or its log, which is all it may hold."""
-    if out.exists() and not out.is_dir():
-        raise CourseError(f"--out {out} is a file; give a folder")
-    if not out.is_dir() or (out / ".work").is_dir():
-        return
-    foreign = sorted(entry.name for entry in out.iterdir() if entry.name != "grading.log")
-    if foreign:
-        shown = ", ".join(foreign[:5]) + (f" and {len(foreign) - 5} more" if len(foreign) > 5 else "")
-        raise CourseError(f"--out {out} holds files that no grading run wrote ({shown}); grading publishes "
-                          f"{', '.join(PUBLISHED)} there and would replace what has those names. Give a new or "
-                          "empty folder, or one that an earlier grading run filled.")
+    check_own_folder(out, ".work", maker="grading run", unwritten="no grading run wrote", ignore=("grading.log",),
+                     replaces=f"grading publishes {', '.join(PUBLISHED)} there and would replace what has those names")
 
 
 def check_inputs(run: GradingRun) -> None:

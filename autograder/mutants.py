@@ -23,7 +23,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from autograder.course import SOLUTIONS, Course, CourseError
+from autograder.course import SOLUTIONS, Course, CourseError, check_own_folder
 from autograder.handins import MARKERS, load, solution_sources, solved, write
 
 SWAPS = {ast.Add: ast.Sub, ast.Sub: ast.Add, ast.Mult: ast.Div, ast.Div: ast.Mult, ast.MatMult: ast.Mult,
@@ -151,23 +151,15 @@ class PartReport:
         return len(self.caught) / total if total else 1.0
 
 
-OWN_FOLDER = ".check-tests"  # marks an --out folder that check-tests made, and may fill again
+OWN_FOLDER = ".check-tests"  # an empty folder that marks an --out check-tests made, and may fill again
 
 
 def _own_folder(out: Path) -> Path:
     """``out``, made and marked as check-tests' own; a ``CourseError`` for a file or for a folder that
-    holds anything check-tests did not write, since it replaces ``release/``, ``mutants/`` and
-    ``graded/`` there (a course's root holds a ``release/``)."""
-    if out.exists() and not out.is_dir():
-        raise CourseError(f"--out {out} is a file; give a folder")
-    if out.is_dir() and not (out / OWN_FOLDER).exists():
-        if foreign := sorted(entry.name for entry in out.iterdir()):
-            shown = ", ".join(foreign[:5]) + (f" and {len(foreign) - 5} more" if len(foreign) > 5 else "")
-            raise CourseError(f"--out {out} holds files that check-tests did not write ({shown}); it replaces "
-                              "release/, mutants/ and graded/ there. Give a new or empty folder, or one that "
-                              "an earlier check-tests run filled.")
-    out.mkdir(parents=True, exist_ok=True)
-    (out / OWN_FOLDER).touch()
+    holds anything check-tests did not write (a course's root holds a ``release/``)."""
+    check_own_folder(out, OWN_FOLDER, maker="check-tests run", unwritten="check-tests did not write",
+                     replaces="it replaces release/, mutants/ and graded/ there")
+    (out / OWN_FOLDER).mkdir(parents=True, exist_ok=True)
     return out
 
 
