@@ -232,6 +232,9 @@ class PlacedLabels(Artist):
         self.fontsize, self.segments = fontsize, list(segments)
         self.texts: list[Annotation] = []
         self.crowded: list[str] = []
+        # The last placement and what it was made for: a save with a tight bounding box asks for
+        # the extent and then draws, for the same size and limits, and need not place twice.
+        self._placed: tuple[tuple, tuple[list[Annotation], list[str]]] | None = None
         # A label with no free place may stick out of the axes: the layout and a tight bounding box
         # make room for it (get_window_extent), which a clip to the axes would hide from them.
         self.set_clip_on(False)
@@ -256,6 +259,24 @@ class PlacedLabels(Artist):
         ax = self.axes
         frame = ax.get_window_extent(renderer)
         pixels = ax.transData.transform(self.points) if self.points else []  # (N, 2) display coordinates
+        # Everything a place depends on: the axes' size, where the points and segments land in it,
+        # the renderer's points-to-pixels scale (its dpi), the labels and their size.  Not where the
+        # axes are on the canvas: a tight save moves them between asking and drawing.
+        ends = ax.transData.transform([end for segment in self.segments for end in segment]) \
+            if self.segments else []  # (2 x segments, 2)
+
+        def inside(xy) -> tuple:
+            return tuple((round(x - frame.x0, 2), round(y - frame.y0, 2)) for x, y in xy)
+
+        key = (round(frame.width, 2), round(frame.height, 2), inside(pixels), inside(ends),
+               renderer.points_to_pixels(1.0), self.fontsize, tuple(self.labels))
+        if self._placed is not None and self._placed[0] == key:
+            return self._placed[1]
+        self._placed = (key, self._choose_places(renderer, frame, pixels))
+        return self._placed[1]
+
+    def _choose_places(self, renderer, frame: Bbox, pixels) -> tuple[list[Annotation], list[str]]:
+        ax = self.axes
         radius = renderer.points_to_pixels(4)  # a marker of s=12 is 3.5 points across, and some room
         dots = [Bbox.from_bounds(x - radius, y - radius, 2 * radius, 2 * radius) for x, y in pixels]
         lines = [Path(ax.transData.transform(segment)) for segment in self.segments]  # display coordinates

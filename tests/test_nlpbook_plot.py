@@ -124,6 +124,29 @@ def test_word_map_places_its_labels_for_the_layout_made_after_it(seed):
     plt.close(fig)
 
 
+def test_word_map_places_once_per_layout_and_again_when_the_limits_change(monkeypatch, tmp_path):
+    # A save with a tight bounding box asks where the labels go and then draws them, for the same
+    # size and limits: one placement serves both.  New limits move every point, so they place again.
+    vectors, words = tight_clusters(0)
+    fig, ax = plt.subplots(figsize=(6, 5))
+    plot.word_map(vectors, words, ax=ax)
+    (placed,) = [a for a in ax.artists if isinstance(a, plot.PlacedLabels)]
+    calls = []
+    choose = plot.PlacedLabels._choose_places
+    monkeypatch.setattr(plot.PlacedLabels, "_choose_places",
+                        lambda self, *args: calls.append(1) or choose(self, *args))
+    fig.savefig(tmp_path / "map.png", bbox_inches="tight")
+    assert len(calls) == 1
+    low, high = ax.get_xlim()
+    ax.set_xlim(low - (high - low), high)
+    _, boxes = placed_labels(ax)
+    assert len(calls) == 2 and placed.crowded == []
+    assert_apart_and_inside(ax, placed.texts, boxes)
+    placed_labels(ax)  # drawn again, nothing changed
+    assert len(calls) == 2
+    plt.close(fig)
+
+
 @pytest.mark.parametrize("seed", range(4))
 def test_word_map_writes_no_word_across_an_analogy_arrow(seed):
     # Four analogy pairs, as glove's and word2vec's maps draw them: a word written at its first
