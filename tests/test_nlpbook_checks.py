@@ -172,3 +172,19 @@ def test_forbid_autograd_refuses_a_backward_pass_even_out_of_inference_mode_and_
         assert torch.equal(function(x), 2 * x)  # as before, outside it
     with forbid_autograd("part 6"):
         assert torch.equal(2 * x, x + x)  # plain arithmetic is fine
+
+
+def test_a_score_that_is_better_when_higher_is_held_to_the_reference_minus_the_margin():
+    # The margin goes the student's way for either kind of scorer: below the reference for an
+    # accuracy, above it for a perplexity.
+    assert checks.score_verdict("sentiment_accuracy", 0.79, 0.80, 0.02, "accuracy") is None
+    assert "at least 0.780" in checks.score_verdict("sentiment_accuracy", 0.77, 0.80, 0.02, "accuracy")
+    assert checks.score_verdict("char_rnn_perplexity", 3.70, 3.68, 0.05, "perplexity") is None
+    assert "at most 3.730" in checks.score_verdict("char_rnn_perplexity", 3.75, 3.68, 0.05, "perplexity")
+
+
+def test_expect_close_allows_the_relative_tolerance_of_large_values():
+    # 0.05 apart at 1000 is within atol + rtol * 1000 = 0.10001; an absolute test alone would fail it.
+    expect_close(torch.tensor([1000.05]), torch.tensor([1000.0]), "x")
+    with pytest.raises(AssertionError):
+        expect_close(torch.tensor([1000.2]), torch.tensor([1000.0]), "x")

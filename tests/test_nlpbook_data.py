@@ -1,7 +1,7 @@
 import pytest
 import torch
 
-from nlpbook.data import PAD_ID, TASKS, make_sequence_task
+from nlpbook.data import PAD_ID, TASKS, adding_problem, make_sequence_task
 
 
 def test_generation_is_deterministic_for_a_seeded_generator():
@@ -53,3 +53,20 @@ def test_adding_problem_marks_one_value_in_each_half_and_sums_them():
     assert abs(float(((targets - 1.0) ** 2).mean()) - 1 / 6) < 0.04
     with pytest.raises(ValueError, match="at least 2"):
         adding_problem(3, 1)
+
+
+def test_another_generator_draws_another_task():
+    # A training set and a test set drawn with different generators must differ: a generator that
+    # is ignored makes them the same examples.
+    first, second = (make_sequence_task("copy", size=8, length=5, generator=torch.Generator().manual_seed(seed))
+                     for seed in (1, 2))
+    assert not torch.equal(first.source, second.source)
+    first, second = (adding_problem(8, 6, generator=torch.Generator().manual_seed(seed)) for seed in (1, 2))
+    assert not torch.equal(first[0], second[0])
+
+
+def test_every_token_of_the_vocabulary_but_padding_is_drawn():
+    task = make_sequence_task("copy", size=200, length=8, vocab_size=5, min_length=2)
+    real = task.source[task.source != PAD_ID]
+    assert set(real.unique().tolist()) == {1, 2, 3, 4}
+    assert set(task.lengths.unique().tolist()) == set(range(2, 9))  # every length, the longest too

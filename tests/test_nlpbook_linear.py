@@ -44,3 +44,17 @@ def test_the_seed_sets_the_fit_and_leaves_the_caller_s_random_stream_alone():
     assert torch.equal(torch.rand(3), expected)
     assert torch.equal(fit_logistic(x, y, 1e-3, seed=7, steps=5).weight, first.weight)
     assert not torch.equal(fit_logistic(x, y, 1e-3, seed=8, steps=5).weight, first.weight)
+
+
+def test_the_fit_is_a_stationary_point_of_the_objective_it_names():
+    # Cross-entropy (a mean) plus penalty * |W|^2, the bias unpenalized: at the fit, the gradient
+    # of exactly that objective vanishes.  Unbalanced classes make the bias matter.
+    generator = torch.Generator().manual_seed(0)
+    y = (torch.arange(60) % 4 == 0).long()
+    x = torch.randn(60, 3, generator=generator)
+    x[:, 0] += 0.5 * (2 * y - 1)
+    model = fit_logistic(x, y, penalty=0.05, steps=3000, lr=0.01)
+    weight, bias = model.weight.clone().requires_grad_(), model.bias.clone().requires_grad_()
+    objective = torch.nn.functional.cross_entropy(x @ weight.T + bias, y) + 0.05 * weight.pow(2).sum()
+    gradients = torch.autograd.grad(objective, (weight, bias))
+    assert all(gradient.abs().max() < 1e-3 for gradient in gradients)

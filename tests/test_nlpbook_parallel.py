@@ -121,3 +121,12 @@ def test_bible_tensors_encode_the_pairs_with_vocabularies_of_the_training_pairs(
         expected = to_tensors(getattr(corpus.pieces, split), data.source_vocab, data.target_vocab)
         assert all(a.equal(b) for a, b in zip(getattr(data, split), expected))
     assert (data.valid[2][:, 0] == data.target_vocab.index(BOS)).all()
+
+
+def test_padding_is_id_0_in_both_vocabularies():
+    # The translators' losses ignore id 0: were padding anything else, they would train on padding
+    # and ignore the token that took its place.
+    from nlpbook.parallel import PAD
+
+    for vocabulary in build_vocabularies([Pair(("a", "b"), ("c",))]):
+        assert vocabulary.index(PAD) == 0

@@ -32,6 +32,9 @@ def test_settings_missing_a_key_in_any_profile_fail_in_every_profile(monkeypatch
     monkeypatch.setenv("NLPBOOK_PROFILE", profile)
     with pytest.raises(ValueError, match=r"differ in their keys \(full lacks 'seeds'\)"):
         choose(quick=dict(steps=1, seeds=[0]), standard=dict(steps=2, seeds=[0, 1]), full=dict(steps=3))
+    # two profiles given as settings (full left to fall back on standard) are compared too
+    with pytest.raises(ValueError, match=r"differ in their keys \(standard lacks 'seeds'\)"):
+        choose(quick=dict(steps=1, seeds=[0]), standard=dict(steps=2))
 
 
 def test_settings_with_the_same_keys_pass_and_non_dicts_are_not_compared(monkeypatch):

@@ -128,3 +128,23 @@ def test_the_stored_record_keeps_tables_and_results_as_data_not_text():
             assert isinstance(display, dict) or not re.search(r"^\|.*\|$", display, re.M), (run.page, display)
         for name, value in run.glued.items():
             assert not (isinstance(value, str) and re.match(r"-?\d+\.\d+ ± \d", value)), (run.page, name, value)
+
+
+def test_the_code_hash_tells_where_one_cell_ends_and_the_next_starts():
+    assert recorded.code_sha256(["ab", "c"]) != recorded.code_sha256(["a", "bc"])
+    assert recorded.code_sha256(["ab", "c"]) == recorded.code_sha256(["ab", "c"])
+
+
+def test_a_page_whose_prose_changes_keeps_its_code_hash(tmp_path):
+    # A record is tied to the code that ran: mending a sentence must not make it stale.
+    page = tmp_path / "chapter" / "page.md"
+    page.parent.mkdir()
+    header = ("---\njupytext:\n  text_representation:\n    extension: .md\n    format_name: myst\n"
+              "kernelspec:\n  display_name: Python 3\n  language: python\n  name: python3\n---\n")
+    page.write_text(header + "# A page\n\nOne sentence.\n\n```{code-cell} ipython3\nx = 1\n```\n")
+    before = recorded.page_code_sha256("chapter/page", book=tmp_path)
+    assert before == recorded.code_sha256(["x = 1"])
+    page.write_text(header + "# A page\n\nAnother sentence.\n\n```{code-cell} ipython3\nx = 1\n```\n")
+    assert recorded.page_code_sha256("chapter/page", book=tmp_path) == before
+    page.write_text(header + "# A page\n\nAnother sentence.\n\n```{code-cell} ipython3\nx = 2\n```\n")
+    assert recorded.page_code_sha256("chapter/page", book=tmp_path) != before

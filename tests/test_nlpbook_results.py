@@ -218,3 +218,8 @@ def test_a_verdict_table_gives_no_verdict_where_too_few_runs_support_one():
     three_each = {"a": Runs([1.0, 1.1, 1.2]), "b": Runs([2.0, 2.1, 2.2])}
     assert verdict_table(three_each, against={"baseline": 3.0}).row("a") == {
         "model": "a", "a": "", "b": "ahead", "baseline": "ahead"}
+
+
+def test_overlapping_ranges_are_level_from_either_side():
+    assert Runs([2.0, 3.0]).versus(Runs([1.0, 2.0])).word == "level"
+    assert Runs([1.0, 2.0]).versus(Runs([2.0, 3.0])).word == "level"

@@ -124,3 +124,13 @@ def test_analogy_never_answers_with_the_questions_words_and_reads_uncounted_vect
     kv.add_vectors(["x", "y"], torch.eye(2).numpy())  # as read from a text file: no counts
     vectors, read = similarity.from_gensim(kv)
     assert read.tokens == ["x", "y"] and read.counts == [0, 0] and torch.equal(vectors, torch.eye(2))
+
+
+def test_restricted_analogies_answer_only_among_the_commonest_words():
+    # queen = king - man + woman exactly; among the 3 commonest words the answer is not there, so
+    # no question is answered.
+    vocabulary = Vocabulary(["man", "king", "woman", "queen"])
+    vectors = torch.randn(4, 8, generator=torch.Generator().manual_seed(0))
+    vectors[3] = vectors[1] - vectors[0] + vectors[2]
+    assert similarity.evaluate_analogies(vectors, vocabulary).correct >= 1
+    assert similarity.evaluate_analogies(vectors, vocabulary, restrict=3).answered == 0

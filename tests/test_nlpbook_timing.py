@@ -1,4 +1,5 @@
 import pytest
+import torch
 
 from nlpbook.timing import time_call
 
@@ -31,3 +32,15 @@ def test_duration_picks_the_unit_a_reader_expects():
     for wrong in (-1.0, float("nan"), float("inf")):
         with pytest.raises(ValueError, match="finite time"):
             duration(wrong)
+
+
+def test_on_a_gpu_each_run_is_timed_to_its_end(monkeypatch):
+    # CUDA runs asynchronously: a sync after the warm-up and after every repeat, or the times are
+    # those of the launches.  (The sync is recorded, not run, so this holds on a CPU too.)
+    events = []
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda device=None: events.append("sync"))
+    time_call(lambda: events.append("run"), repeats=3, warmup=2, device="cuda")
+    assert events == ["run", "run", "sync"] + ["run", "sync"] * 3
+    events.clear()
+    time_call(lambda: events.append("run"), repeats=2, warmup=1, device="cpu")
+    assert events == ["run"] * 3

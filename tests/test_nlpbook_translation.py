@@ -163,3 +163,26 @@ def test_train_translator_learns_the_copy_task_within_its_budget():
         train_translator(model, tensors, seed=0, lr=1e-3)
     with pytest.raises(ValueError, match="every_steps"):
         train_translator(model, tensors, seed=0, lr=1e-3, steps=5, valid=tensors, every=1.0)
+
+
+def test_train_translator_clips_at_1_warms_up_and_draws_its_batches_from_its_seed(monkeypatch):
+    # What the docstring promises and the copy task cannot see: the loop is handed a norm of 1 to
+    # clip at, a rate rising over the warm-up, and batches that another seed draws otherwise.
+    import torch
+
+    from nlpbook import translation
+    from nlpbook.parallel import to_tensors
+
+    pairs, source_vocab, target_vocab = _copy_task(count=64)
+    tensors = to_tensors(pairs, source_vocab, target_vocab)
+    handed = []
+    monkeypatch.setattr(translation, "train", lambda model, batches, loss, optimizer, **options:
+                        handed.append((next(batches), optimizer, options)))
+    for seed in (0, 0, 1):
+        model = race_model("LSTM + attention", (len(source_vocab), len(target_vocab)), 16)
+        translation.train_translator(model, tensors, seed=seed, lr=1e-2, warmup=10, steps=5, batch_size=8)
+    (same, optimizer, options), (again, _, _), (other, _, _) = handed
+    assert options["clip_grad_norm"] == 1.0
+    assert optimizer.param_groups[0]["lr"] == pytest.approx(1e-2 / 10)  # the first of 10 warm-up steps
+    assert all(torch.equal(a, b) for a, b in zip(same, again))
+    assert not torch.equal(same[0], other[0])

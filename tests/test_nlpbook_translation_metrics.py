@@ -50,3 +50,22 @@ def test_chrf_is_sacrebleus_chrf_and_ignores_how_words_are_cut():
     assert chrf(glued, pairs) == pytest.approx(expected)
     # and BLEU on the same glued words does not
     assert bleu(glued, pairs)[0] < bleu(wrong, pairs)[0]
+
+
+def test_sentence_bleu_is_sacrebleus_with_the_hypothesis_first():
+    from nlpbook.translation_metrics import sentence_bleu
+
+    hypothesis, reference = ["the", "cat", "sat"], ("the", "cat", "sat", "on", "the", "mat")
+    expected = sacrebleu.sentence_bleu("the cat sat", ["the cat sat on the mat"], tokenize="none").score
+    assert sentence_bleu(hypothesis, Pair(("x",), reference)) == pytest.approx(expected)
+    swapped = sacrebleu.sentence_bleu("the cat sat on the mat", ["the cat sat"], tokenize="none").score
+    assert expected != pytest.approx(swapped)  # so the order is seen
+
+
+def test_bleu_scores_our_tokens_without_cutting_them_again():
+    # sacrebleu's default tokenizer would split "and/or" into three tokens and match more n-grams.
+    pairs = [Pair(("x",), ("and/or", "of", "the", "land"))]
+    expected = sacrebleu.corpus_bleu(["and/or of a land"], [["and/or of the land"]], tokenize="none").score
+    assert bleu([("and/or", "of", "a", "land")], pairs)[0] == pytest.approx(expected)
+    retokenized = sacrebleu.corpus_bleu(["and/or of a land"], [["and/or of the land"]]).score
+    assert expected != pytest.approx(retokenized)

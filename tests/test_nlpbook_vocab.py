@@ -44,3 +44,20 @@ def test_settings_that_cannot_hold_and_ids_outside_are_refused():
     for wrong in (-1, 2):
         with pytest.raises(IndexError, match=f"id {wrong} is not in this vocabulary of 2"):
             vocab.decode([0, wrong])
+
+
+def test_an_unknown_word_takes_the_unknown_token_id_not_the_first():
+    # With padding first, an unknown word mapped to id 0 would be read as padding and drop out of
+    # the loss.
+    vocabulary = Vocabulary.build([["a", "a", "b"]], specials=("<pad>", "<unk>"), unk="<unk>")
+    assert vocabulary.encode(["zebra", "a"]) == [1, 2]
+
+
+def test_a_special_token_that_occurs_in_the_text_is_kept_once_among_the_specials():
+    vocabulary = Vocabulary.build([["<eos>", "a", "<eos>"]], specials=("<pad>", "<eos>"))
+    assert vocabulary.tokens == ["<pad>", "<eos>", "a"]
+
+
+def test_tokens_of_equal_counts_are_sorted_alphabetically_not_by_first_appearance():
+    # so that the ids do not depend on the order of the sentences
+    assert Vocabulary.build([["b", "a"]]).tokens == Vocabulary.build([["a", "b"]]).tokens == ["a", "b"]
