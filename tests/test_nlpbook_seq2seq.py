@@ -1,8 +1,10 @@
+import copy
+
 import pytest
 import torch
 import torch.nn.functional as F
 
-from nlpbook.seq2seq import Seq2Seq
+from nlpbook.seq2seq import Encoder, Seq2Seq
 from nlpbook.parallel import BOS, EOS, build_vocabularies, number_pairs, to_tensors
 
 
@@ -62,3 +64,18 @@ def test_the_model_learns_to_translate_small_numbers():
         optimizer.step()
         losses.append(loss.item())
     assert losses[-1] < 0.3 * losses[0]
+
+
+def test_the_decoder_starts_from_both_directions_of_the_encoder():
+    # The bridge reads the forward and the backward LSTM's last states: changing either
+    # direction's weights alone changes the decoder's initial state and cell.
+    torch.manual_seed(0)
+    encoder = Encoder(vocab_size=7, embed=4, hidden=5)
+    source, lengths = torch.tensor([[1, 2, 3, 4], [5, 6, 0, 0]]), torch.tensor([4, 2])
+    _, (h, c) = encoder(source, lengths)
+    for direction in ("weight_ih_l0", "weight_ih_l0_reverse"):
+        changed = copy.deepcopy(encoder)
+        with torch.no_grad():
+            getattr(changed.lstm, direction).add_(0.5)
+        _, (h2, c2) = changed(source, lengths)
+        assert not torch.allclose(h, h2) and not torch.allclose(c, c2), direction
