@@ -213,3 +213,32 @@ def test_scored_fine_tuned_accuracy_puts_the_weights_into_minilm():
         bert.scored_fine_tuned_accuracy({**always_fresh, "head.weight": torch.zeros(2)}, reviews=30)
     with pytest.raises(ValueError, match="classifier.weight should be \\(2, 384\\)"):
         bert.scored_fine_tuned_accuracy({**always_fresh, "classifier.weight": torch.zeros(3, 384)}, reviews=30)
+
+
+def test_masked_lm_head_matches_transformers():
+    from transformers import BertConfig as HFConfig
+    from transformers.models.bert.modeling_bert import BertLMPredictionHead
+    from nlpbook import bert
+    tiny = dict(vocab_size=99, hidden_size=32, num_hidden_layers=1, num_attention_heads=4, intermediate_size=37)
+    torch.manual_seed(0)
+    ours = bert.MaskedLMHead(bert.BertConfig(**tiny), torch.nn.Embedding(99, 32))
+    reference = BertLMPredictionHead(HFConfig(**tiny))
+    with torch.no_grad():
+        for p in list(ours.parameters()):
+            p.add_(0.1 * torch.randn_like(p))
+        reference.transform.dense.load_state_dict(ours.dense.state_dict())
+        reference.transform.LayerNorm.load_state_dict(ours.layer_norm.state_dict())
+        reference.decoder.weight.copy_(ours.word_embedding.weight)
+        reference.decoder.bias.copy_(ours.bias)
+    x = torch.randn(2, 5, 32)
+    torch.testing.assert_close(ours(x), reference(x), atol=1e-5, rtol=1e-4)
+
+
+def test_bert_starts_from_bert_initialisation():
+    from nlpbook import bert
+    torch.manual_seed(0)
+    model = bert.BertModel(bert.BertConfig(vocab_size=500, hidden_size=64, num_hidden_layers=2,
+                                           num_attention_heads=4, intermediate_size=128))
+    assert model.word_embedding.weight[1:].std().item() == pytest.approx(0.02, rel=0.1)
+    assert model.bert_layers[1].interm_dense.weight.std().item() == pytest.approx(0.02, rel=0.1)
+    assert (model.word_embedding.weight[0] == 0).all() and (model.bert_layers[0].out_dense.bias == 0).all()

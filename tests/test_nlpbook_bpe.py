@@ -71,3 +71,8 @@ def test_tokenize_and_decode_round_trip(lee):
 def test_spell_rejects_an_empty_word():
     with pytest.raises(ValueError, match="empty"):
         spell("")
+
+
+def test_pretokenize_keeps_punctuation_as_words():
+    from nlpbook.bpe import pretokenize
+    assert pretokenize("Hello, World! It's 3.5") == ["hello", ",", "world", "!", "it", "'", "s", "3", ".", "5"]

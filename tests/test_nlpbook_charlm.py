@@ -323,3 +323,23 @@ def test_a_perplexity_needs_two_characters():
     for ids in (torch.tensor([], dtype=torch.long), torch.tensor([3])):
         with pytest.raises(ValueError, match="at least 2 characters"):
             perplexity(model, ids)
+
+
+def test_char_rnn_drops_out_in_training_and_perplexity_reads_it_in_eval_mode():
+    from nlpbook.charlm import CharRNN, perplexity
+    torch.manual_seed(0)
+    model = CharRNN(7, embed=4, hidden=8, cell="lstm", layers=2, dropout=0.5).train()
+    assert model.rnn.dropout == 0.5
+    ids = torch.randint(0, 7, (1, 30))
+    one_layer = CharRNN(7, embed=4, hidden=8, dropout=0.5).train()
+    assert not torch.equal(one_layer(ids)[0], one_layer(ids)[0])        # dropout before the output map
+    first = perplexity(model, ids[0])
+    assert model.training and first == perplexity(model, ids[0]) == perplexity(model.eval(), ids[0])
+
+
+def test_sequential_batches_keep_the_last_window_that_fits():
+    from nlpbook.charlm import sequential_batches
+    ids = torch.arange(104)                                    # 4 streams of 26: windows at 0, 5, ..., 20
+    windows = list(sequential_batches(ids, batch_size=4, length=5))
+    assert len(windows) == 5
+    assert torch.equal(torch.cat([w[:, 1:] for w in windows], dim=1), ids.view(4, 26)[:, 1:])

@@ -72,3 +72,35 @@ def test_a_short_training_beats_the_commonest_character():
         loss.backward()
         optimizer.step()
     assert masked_chars.masked_accuracy(model, ids) > commonest + 0.03
+
+
+def test_masked_char_encoder_is_a_pre_ln_gelu_transformer_encoder():
+    from nlpbook.masked_chars import PAD, MaskedCharEncoder
+    from nlpbook.transformer import sinusoidal_positions
+    torch.manual_seed(0)
+    model = MaskedCharEncoder(20, 16, 2, 2).eval()
+    with torch.no_grad():
+        for p in model.parameters():
+            p.add_(0.1 * torch.randn_like(p))
+    references = []
+    for block in model.blocks:
+        layer = torch.nn.TransformerEncoderLayer(16, 2, 64, dropout=0.0, activation="gelu", batch_first=True,
+                                           norm_first=True).train()  # train mode: no fast path
+        a = block.attention
+        with torch.no_grad():
+            layer.self_attn.in_proj_weight.copy_(torch.cat([a.q_proj.weight, a.k_proj.weight, a.v_proj.weight]))
+            layer.self_attn.in_proj_bias.copy_(torch.cat([a.q_proj.bias, a.k_proj.bias, a.v_proj.bias]))
+            layer.self_attn.out_proj.load_state_dict(a.out_proj.state_dict())
+            layer.linear1.load_state_dict(block.feed_forward[0].state_dict())
+            layer.linear2.load_state_dict(block.feed_forward[2].state_dict())
+            layer.norm1.load_state_dict(block.norm1.state_dict())
+            layer.norm2.load_state_dict(block.norm2.state_dict())
+        references.append(layer)
+    ids = torch.randint(2, 20, (3, 9))
+    ids[0, 6:] = PAD
+    x = model.embed(ids) + sinusoidal_positions(9, 16)
+    for layer in references:
+        x = layer(x, src_key_padding_mask=ids == PAD)
+    expected = model.out(model.norm(x))
+    real = ids != PAD
+    torch.testing.assert_close(model(ids)[real], expected[real], atol=1e-5, rtol=1e-4)

@@ -61,3 +61,19 @@ def test_train_lm_reports_a_curve_in_steps_tokens_and_flops_and_learns():
     again = train_lm("Transformer", TINY, data, steps=30, batch=8, lr=1e-2, seed=0, context=32, evals=3,
                      valid_chars=400, device=torch.device("cpu"))
     assert again["train_loss"] == run["train_loss"]  # seeded: the same run twice
+
+
+def test_train_lm_scores_the_held_out_text(monkeypatch):
+    from nlpbook import scaling
+    from nlpbook.charlm import CharData
+    seen = []
+
+    def spy(model, ids, chunk=None):
+        seen.append(ids.clone())
+        return 2.0
+
+    monkeypatch.setattr(scaling, "perplexity", spy)
+    data = CharData.from_texts("abcabcabc" * 20, "cbacbacba" * 10)
+    scaling.train_lm("Transformer", scaling.LMSize("t", 16, 1, 2), data, steps=2, batch=2, lr=1e-3, seed=0,
+                     context=8, evals=1, valid_chars=50, device=torch.device("cpu"))
+    assert seen and all(torch.equal(ids, data.valid_ids[:50]) for ids in seen)

@@ -231,3 +231,45 @@ def test_a_namedtuple_batch_keeps_its_fields_on_the_device():
     Pair = namedtuple("Pair", "inputs targets")
     moved = to_device(Pair(torch.zeros(2), [torch.ones(1)]), torch.device("cpu"))
     assert isinstance(moved, Pair) and torch.equal(moved.targets[0], torch.ones(1))
+
+
+def test_evaluation_runs_in_eval_mode_without_gradients_and_training_resumes():
+    from nlpbook.train import train
+    torch.manual_seed(0)
+    model = nn.Linear(3, 1)
+    batches = [(torch.randn(4, 3), torch.randn(4, 1))]
+    modes = []
+
+    def loss_fn(m, batch):
+        modes.append(m.training)
+        return F.mse_loss(m(batch[0]), batch[1])
+
+    history = train(model, batches, loss_fn, torch.optim.SGD(model.parameters(), lr=0.01), steps=4,
+                    evaluate=lambda m: {"training": float(m.training), "grad": float(torch.is_grad_enabled())},
+                    eval_every=2, progress=False)
+    assert modes == [True] * 4
+    assert history.metrics["training"] == [0.0, 0.0] and history.metrics["grad"] == [0.0, 0.0]
+
+
+def test_evaluates_leaves_the_model_in_the_mode_it_found():
+    from nlpbook.train import evaluates
+
+    @evaluates
+    def mode(model):
+        return model.training
+
+    model = nn.Linear(2, 2)
+    assert mode(model.train()) is False and model.training
+    assert mode(model.eval()) is False and not model.training
+
+
+def test_a_scheduler_is_stepped_once_per_update_and_linear_warmup_rises():
+    from nlpbook.train import StepWatch, linear_warmup, train
+    torch.manual_seed(0)
+    model = nn.Linear(3, 1)
+    batches = [(torch.randn(4, 3), torch.randn(4, 1))]
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+    with StepWatch() as watch:
+        train(model, batches, lambda m, b: F.mse_loss(m(b[0]), b[1]), optimizer, steps=5,
+              scheduler=linear_warmup(optimizer, 4), progress=False)
+    assert [rates[0] for rates in watch.rates] == pytest.approx([0.0025, 0.005, 0.0075, 0.01, 0.01])

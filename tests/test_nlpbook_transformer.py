@@ -304,3 +304,39 @@ def test_gpt2_initialisation_scales_the_residual_writes_by_depth():
     assert (model.norm.weight == 1).all()  # LayerNorm gains keep their 1
     with pytest.raises(ValueError, match="init"):
         DecoderOnlyLM(50, init="xavier")
+
+
+def test_dropout_is_off_in_eval_mode_and_on_in_training():
+    from nlpbook.transformer import DecoderOnlyLM, MultiHeadAttention
+    torch.manual_seed(0)
+    model = DecoderOnlyLM(11, width=16, heads=2, layers=2, context=8, dropout=0.5).eval()
+    ids = torch.randint(0, 11, (2, 8))
+    assert torch.equal(model(ids), model(ids))                      # eval: no dropout anywhere
+    embed_only = DecoderOnlyLM(11, width=16, heads=2, layers=0, context=8, dropout=0.5).train()
+    assert not torch.equal(embed_only(ids), embed_only(ids))       # the embedding dropout
+    attention = MultiHeadAttention(16, 2, dropout=0.5).train()
+    x = torch.randn(2, 5, 16)
+    written = [attention(x, x, x, causal=True, return_probs=True)[0] for _ in range(2)]
+    assert not torch.equal(*written)                                # dropout on the weights, written out
+
+
+def test_the_translator_scales_its_embeddings_by_sqrt_width():
+    from nlpbook.transformer import EncoderDecoder, sinusoidal_positions
+    torch.manual_seed(0)
+    model = EncoderDecoder(13, 17, width=16, heads=2, dropout=0.0).eval()
+    ids = torch.randint(1, 13, (2, 5))
+    expected = model.source_embed(ids) * math.sqrt(16) + sinusoidal_positions(5, 16)
+    assert torch.allclose(model._embed(model.source_embed, ids), expected)
+
+
+def test_generation_restarts_from_the_last_half_of_a_full_window():
+    from nlpbook.transformer import DecoderOnlyLM
+    torch.manual_seed(0)
+    model = DecoderOnlyLM(11, width=16, heads=2, layers=1, context=8).eval()
+    read = []
+    model.register_forward_pre_hook(lambda module, args: read.append(args[0].shape[1]))
+    model.generate(torch.randint(0, 11, (1, 3)), 8, temperature=0, cache=False)
+    assert read == [3, 4, 5, 6, 7, 8, 4, 5]        # full at 8, then the last 4 of 9 tokens
+    read.clear()
+    model.generate(torch.randint(0, 11, (1, 20)), 1, temperature=0, cache=False)
+    assert read == [8]                              # a long prompt: its last 8 tokens

@@ -104,3 +104,17 @@ def test_ids_are_the_pieces_between_cls_and_sep(tokenizer):
 def test_decode_glues_continuation_pieces(tokenizer):
     ids, _ = tokenizer.encode("Tokenization is unaffable")
     assert tokenizer.decode(ids[1:-1]) == "tokenization is unaffable"
+
+
+def test_a_word_of_exactly_100_characters_and_a_tie_in_truncation_match_transformers():
+    from transformers import BertTokenizerFast
+    from nlpbook.bert import minilm_path
+    from nlpbook.wordpiece import WordPieceTokenizer
+    tokenizer = WordPieceTokenizer.from_file(minilm_path() / "vocab.txt")
+    reference = BertTokenizerFast(str(minilm_path() / "vocab.txt"), do_lower_case=True)
+    word = "a" * 100
+    assert tokenizer.tokenize(word) == reference.tokenize(word)
+    a, b = "one two three four", "five six seven eight"                # 4 pieces each: a tie
+    ids, segments = tokenizer.encode(a, b, max_length=8)
+    theirs = reference(a, b, truncation="longest_first", max_length=8)
+    assert ids == theirs["input_ids"] and segments == theirs["token_type_ids"]
