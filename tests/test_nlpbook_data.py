@@ -28,6 +28,17 @@ def test_batches_cover_the_set_once():
     assert sorted(map(tuple, seen.tolist())) == sorted(map(tuple, task.source.tolist()))
 
 
+def test_batches_are_shuffled_by_their_generator_and_keep_each_source_with_its_target():
+    task = make_sequence_task("reverse", size=64, length=6)
+    orders = [torch.cat([source for source, _ in task.batches(16, generator=torch.Generator().manual_seed(seed))])
+              for seed in (0, 0, 1)]
+    assert torch.equal(orders[0], orders[1]) and not torch.equal(orders[0], orders[2])
+    assert not torch.equal(orders[0], task.source)  # not in the set's own order
+    pairs = {tuple(s): tuple(t) for s, t in zip(task.source.tolist(), task.target.tolist())}
+    for source, target in task.batches(16, generator=torch.Generator().manual_seed(2)):
+        assert all(pairs[tuple(s)] == tuple(t) for s, t in zip(source.tolist(), target.tolist()))
+
+
 @pytest.mark.parametrize("kwargs, message", [
     ({"kind": "rotate"}, "unknown task 'rotate'"),
     ({"vocab_size": 2}, "vocab_size must be at least 3"),
