@@ -7,6 +7,7 @@ import zipfile
 
 import pytest
 
+from autograder import collect
 from autograder.collect import extract_zip
 from autograder.course import CourseError
 from conftest import run_autograder
@@ -133,3 +134,44 @@ def test_a_pattern_that_cannot_name_the_student_and_the_file_is_refused_by_name(
         extract_zip(archive, tmp_path / "submissions", "04-attention", pattern)
     assert not (tmp_path / "submissions").exists()
     assert extract_zip(archive, tmp_path / "submissions", "04-attention", r"^(?P<student>\d+)_(?P<file>.+)$")
+
+
+def test_a_zip_bomb_or_a_flood_of_members_is_refused_before_anything_is_written(tmp_path, monkeypatch):
+    # kills C2 (the size check skipped) and C3 (the member count skipped)
+    monkeypatch.setattr(collect, "MAX_BYTES", 10)
+    big = _zip(tmp_path / "big.zip", [("ada/04-attention/attention.ipynb", "x" * 11, REGULAR)])
+    with pytest.raises(CourseError, match="unpacks to more than"):
+        collect.extract_zip(big, tmp_path / "out" / "big")
+    monkeypatch.setattr(collect, "MAX_MEMBERS", 1)
+    many = _zip(tmp_path / "many.zip", [("ada/a.ipynb", "{}", REGULAR), ("bob/a.ipynb", "{}", REGULAR)])
+    with pytest.raises(CourseError, match="2 members, more than 1"):
+        collect.extract_zip(many, tmp_path / "out" / "many")
+    assert not (tmp_path / "out").exists()
+
+
+def test_an_encrypted_member_is_named_not_a_traceback(tmp_path):
+    # kills C4: without the check, ZipFile.open raises RuntimeError("... is encrypted, password required")
+    plain = _zip(tmp_path / "plain.zip", [("ada/04-attention/attention.ipynb", "{}", REGULAR)])
+    data = bytearray(plain.read_bytes())
+    for signature, at in ((b"PK\x03\x04", 6), (b"PK\x01\x02", 8)):  # local header and central directory flags
+        where = data.index(signature) + at
+        data[where] |= 0x1
+    locked = tmp_path / "locked.zip"
+    locked.write_bytes(bytes(data))
+    assert zipfile.ZipFile(locked).infolist()[0].flag_bits & 0x1
+    with pytest.raises(CourseError, match="is encrypted; nothing was unpacked"):
+        collect.extract_zip(locked, tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+
+
+def test_collect_refuses_an_existing_out_folder_and_leaves_it_as_it_was(tmp_path):
+    # kills C1: an empty --out was silently replaced, a full one failed with an OSError's wording
+    archive = _zip(tmp_path / "class.zip", [("ada/04-attention/attention.ipynb", "{}", REGULAR)])
+    for contents in ([], ["notes.txt"]):
+        out = tmp_path / f"out{len(contents)}"
+        out.mkdir()
+        for name in contents:
+            (out / name).write_text("mine")
+        with pytest.raises(CourseError, match="already exists; collect into a new folder"):
+            collect.extract_zip(archive, out)
+        assert sorted(p.name for p in out.iterdir()) == contents

@@ -14,6 +14,7 @@ import hashlib
 import html
 import json
 import re
+import shutil
 from pathlib import Path
 
 import nbformat
@@ -21,6 +22,8 @@ import pytest
 
 from chapter_grading import check_mistake, read_part_scores
 from conftest import run_autograder
+from autograder import jobs
+from autograder.course import CourseError
 from autograder.handins import write
 from attention_course import COURSE_ARGS, SOURCE, exercise, solved
 
@@ -453,3 +456,81 @@ def test_the_lms_export_is_out_of_the_automatic_points_the_written_answers_left_
 
     # the course's notebook: 17 points of test cells, and written answers graded by hand besides
     assert automatic_points([SOURCE]) == AUTO_POINTS
+
+
+def test_a_submission_changed_during_grading_stops_the_publish(tmp_path):
+    # kills GR1: check_submissions_unchanged was only ever called on unchanged files
+    from autograder.grade import check_submissions_unchanged, find_submissions, hash_submissions
+
+    run = _class_of_two(tmp_path)
+    find_submissions(run)
+    hash_submissions(run)
+    check_submissions_unchanged(run)
+    notebook = run.submissions_dir / "ada" / ASSIGNMENT / f"{NOTEBOOK}.ipynb"
+    notebook.write_bytes(notebook.read_bytes() + b"\n")
+    with pytest.raises(CourseError, match=f"submissions changed during grading .*{notebook}"):
+        check_submissions_unchanged(run)
+
+
+def test_the_publish_steps_check_before_they_publish():
+    # kills GR11 and GR12 (either check dropped from STEPS: both are only unit-tested)
+    from autograder import grade
+
+    steps = grade.STEPS
+    for check in (grade.check_submissions_unchanged, grade.check_no_grades_entered_meanwhile):
+        assert check in steps and steps.index(check) < steps.index(grade.publish_database) < steps.index(grade.publish)
+
+
+def test_out_folder_and_submissions_may_not_hold_each_other_either_way(tmp_path):
+    # kills GR3: only --out inside --submissions was tested
+    from autograder.grade import check_apart
+
+    for out, submissions in ((tmp_path / "class" / "graded", tmp_path / "class"),
+                             (tmp_path / "out", tmp_path / "out" / "course" / "submitted")):
+        with pytest.raises(CourseError, match="must not contain each other"):
+            check_apart(out, submissions)
+    check_apart(tmp_path / "out", tmp_path / "class")
+
+
+class _Pool:
+    """A pool that grades ada and fails bea (a sandbox that broke), and remembers who it was given."""
+
+    def __init__(self):
+        self.given = []
+
+    def run(self, todo):
+        for job in todo:
+            self.given.append(job.student)
+            yield jobs.Result(job.student, job.student == "ada", "" if job.student == "ada" else "the sandbox broke")
+
+
+def _run_ready_to_grade(tmp_path, duedate=None):
+    from autograder.grade import find_submissions
+
+    if (tmp_path / "class").exists():  # a later run over the same hand-ins
+        shutil.rmtree(tmp_path / "class")
+        shutil.rmtree(tmp_path / "out" / ".staging-test")
+    run = _class_of_two(tmp_path)
+    find_submissions(run)
+    run.staging = run.out / ".staging-test"
+    (run.course / "reference").mkdir(parents=True)
+    run.work.mkdir(parents=True, exist_ok=True)
+    run.pool, run.progress, run.duedate = _Pool(), False, duedate
+    return run
+
+
+def test_a_failed_grading_is_not_kept_and_a_changed_due_date_grades_again(tmp_path):
+    # kills GR4 (a failed result saved, so every rerun reuses the failure) and GR17 (the due date
+    # left out of the key, so a rerun with a new --duedate reuses results measured from the old one)
+    from autograder.grade import grade_submissions
+
+    run = _run_ready_to_grade(tmp_path, "2026-03-01 17:00:00 UTC")
+    grade_submissions(run)
+    assert [(s.student, s.status) for s in run.submissions] == [("ada", "graded"), ("bea", "failed")]
+    assert len(list((run.work / "results").iterdir())) == 1  # ada's only
+    again = _run_ready_to_grade(tmp_path, "2026-03-01 17:00:00 UTC")
+    grade_submissions(again)
+    assert again.pool.given == ["bea"]  # ada's result reused, bea graded again
+    later = _run_ready_to_grade(tmp_path, "2026-03-08 17:00:00 UTC")
+    grade_submissions(later)
+    assert sorted(later.pool.given) == ["ada", "bea"]

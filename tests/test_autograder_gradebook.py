@@ -5,6 +5,7 @@ import sqlite3
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -180,3 +181,62 @@ def test_publishing_refuses_a_grade_entered_in_the_target_and_holds_its_write_lo
                 teaching_assistant.execute("SELECT count(*) FROM grade").fetchall()  # reading goes on
     finally:
         engine.dispose()
+
+
+def _rows(path: Path) -> dict[str, list[tuple]]:
+    with sqlite3.connect(path) as database:
+        tables = [name for (name,) in database.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+        return {table: sorted(database.execute(f"SELECT * FROM {table}").fetchall(), key=repr) for table in tables}
+
+
+def test_publishing_and_merging_keep_every_row_comments_included(registered, tmp_path_factory):
+    # kills G8 (copy_all skips the comment table) and G7 (merge_rows skips it): nbgrader's comments
+    # (and a person's manual ones, after --replace) vanished from the published gradebook.
+    source = _rows(registered / "gradebook.db")
+    assert source["comment"]
+    target = tmp_path_factory.mktemp("published")
+    gradebook.copy_all(gradebook.url(registered), gradebook.url(target))
+    assert _rows(target / "gradebook.db") == source
+    other = tmp_path_factory.mktemp("merged")
+    shutil.copyfile(registered / "before-submissions.db", other / "gradebook.db")
+    import sqlalchemy
+
+    engine = sqlalchemy.create_engine(gradebook.url(other))
+    try:
+        gradebook.merge_rows(engine, gradebook.student_rows(registered / "gradebook.db", "ada"))
+    finally:
+        engine.dispose()
+    merged = _rows(other / "gradebook.db")
+    for table in gradebook.STUDENT_TABLES:
+        assert merged[table] == source[table], table
+
+
+def test_the_due_date_reaches_the_gradebook(registered):
+    # kills GR13 (set_due_date returns without writing it): lateness is measured from nothing
+    import datetime
+
+    from nbgrader.api import Gradebook
+
+    from autograder.grade import set_due_date
+
+    url = gradebook.url(registered)
+    set_due_date(SimpleNamespace(duedate="2026-03-01 17:00:00 Europe/Paris", db_url=url, assignment="04-attention"))
+    with Gradebook(url, COURSE_ID) as book:
+        assert book.find_assignment("04-attention").duedate == datetime.datetime(2026, 3, 1, 16, 0)
+    with pytest.raises(CourseError, match="--duedate 'someday': not a date"):
+        set_due_date(SimpleNamespace(duedate="someday", db_url=url, assignment="04-attention"))
+
+
+def test_publishing_into_a_database_keeps_a_grade_entered_there_at_the_last_moment(registered, tmp_path_factory):
+    # kills GR10 (publish_database passes keep_manual=False): a grade typed in the formgrader after
+    # the last check is deleted by the copy, unless the copy itself refuses under its lock
+    from autograder.grade import publish_database
+
+    target = tmp_path_factory.mktemp("db")
+    gradebook.copy_all(gradebook.url(registered), gradebook.url(target))
+    with sqlite3.connect(target / "gradebook.db") as database:
+        database.execute("UPDATE grade SET manual_score = 1 WHERE id = (SELECT min(id) FROM grade)")
+    run = SimpleNamespace(db=gradebook.url(target), db_url=gradebook.url(registered), replace=False, course=registered)
+    with pytest.raises(CourseError, match="holds 1 manual grade"):
+        publish_database(run)
+    assert gradebook.manual_entries(gradebook.url(target)) == 1 and (registered / "gradebook.db").exists()

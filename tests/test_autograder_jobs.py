@@ -1,5 +1,6 @@
 """A grading worker's job, apart from the kernels it runs (those are the grading tests' concern)."""
 import json
+from pathlib import Path
 
 import pytest
 
@@ -136,3 +137,50 @@ def test_an_autograde_failure_is_told_by_its_cause_and_notebook_not_by_nbgrader_
         "KeyError: 'scaled_dot_product_attention'", "ValueError: invalid literal for int()")
     assert autograde_failure(closing, other) == "attention.ipynb: ValueError: invalid literal for int()"
     assert autograde_failure("it broke\n", "") == "it broke"  # nothing to read but nbgrader's own words
+
+
+class _FakeSession:
+    def __enter__(self):
+        from traitlets.config import Config
+
+        return Config()
+
+    def __exit__(self, *exc):
+        return None
+
+    def console(self, errors_only=False):
+        return ""
+
+    def memory(self):
+        return {}
+
+
+def test_a_failed_autograde_is_a_failed_result_with_no_rows(tmp_path, monkeypatch):
+    # kills J2: past a failed autograde the worker went on to the feedback and the gradebook's rows
+    from nbgrader.apps import NbGraderAPI
+
+    from autograder.sandbox import Limits
+    from test_autograder_jobs import NBGRADER_LOG
+
+    monkeypatch.setattr(jobs, "_scratch", lambda: str(tmp_path))
+    monkeypatch.setattr(jobs, "_session", lambda job, root, role: _FakeSession())
+    monkeypatch.setattr(NbGraderAPI, "autograde", lambda self, *args, **kwargs: {
+        "success": False, "log": NBGRADER_LOG, "error": "see the above traceback"})
+    monkeypatch.setattr(NbGraderAPI, "generate_feedback", lambda self, *args, **kwargs: {"success": True})
+    settings = jobs.Settings(mode="none", drop_user=False, limits=Limits(), timeout=10, notebook_timeout=60)
+    job = jobs.Job("student", "bea", jobs.Course("04-attention", {}), settings, {"attention.ipynb": b"{}"})
+    result = jobs.run(job)
+    assert not result.success and not result.rows and not result.files
+    assert result.message.startswith("nbgrader autograde failed (attention.ipynb: the cell 'scaled_dot_product")
+
+
+def test_kernels_are_kept_from_every_folder_the_coordinator_hides(tmp_path, monkeypatch):
+    # kills J4: the coordinator's folders (sources, hand-ins, --out) left out of the sandbox's hidden list
+    from autograder.sandbox import Limits
+
+    monkeypatch.setattr(jobs, "worker_uid", lambda: 12345)
+    settings = jobs.Settings(mode="none", drop_user=False, limits=Limits(), timeout=10, notebook_timeout=60,
+                             hide=["/srv/course/source", "/srv/class"], zygote=__file__)
+    (tmp_path / "source" / "hw").mkdir(parents=True)
+    session = jobs._session(jobs.Job("student", "ada", jobs.Course("hw", {}), settings), tmp_path, "student")
+    assert {Path("/srv/course/source"), Path("/srv/class"), tmp_path.resolve()} <= set(session.hide)

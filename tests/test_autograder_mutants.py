@@ -2,10 +2,15 @@
 from __future__ import annotations
 
 import csv
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
 
 from attention_course import COURSE_ARGS
 from conftest import run_autograder
 
+from autograder.grade import Submission
 from autograder.mutants import mutants, solution_lines
 
 CELL = '''def mean_of_positive(values, start=0):
@@ -77,3 +82,29 @@ def test_check_tests_plants_bugs_in_the_parts_named_and_refuses_a_part_that_is_n
     assert result.returncode == 2
     assert "no solution cell 'no_such_part'" in result.stderr and "causal_mask" in result.stderr
     assert not (tmp_path / "two").exists()  # refused before anything is written
+
+
+def test_check_tests_counts_a_bug_as_caught_only_when_it_costs_points_and_refuses_broken_tests(tmp_path, monkeypatch):
+    # kills MU1 (a mutant scoring as much as the control counted as caught) and MU2 (the control's
+    # check dropped: tests that fail the unchanged solution reported as strong)
+    import autograder.grade
+    from attention_course import COURSE
+    from autograder.course import Course
+    from autograder.mutants import check_tests
+
+    scores = {}
+
+    def fake_grade(assignment, submissions, out, **options):
+        students = sorted(p.name for p in Path(submissions).iterdir())
+        return SimpleNamespace(submissions=[Submission(s, Path(submissions), status="graded", score=scores(s))
+                                            for s in students])
+
+    monkeypatch.setattr(autograder.grade, "grade", fake_grade)
+    course = Course.at(COURSE)
+    # the control scores 17; the first mutant too (survived), the second less (caught)
+    scores = lambda student: 17.0 if student.endswith(("control", "-000")) else 15.0  # noqa: E731
+    [report] = check_tests("04-attention", tmp_path / "one", limit=2, parts=["causal_mask"], course=course)
+    assert (len(report.caught), len(report.survived)) == (1, 1)
+    scores = lambda student: 15.0 if student.endswith("control") else 17.0  # noqa: E731
+    with pytest.raises(RuntimeError, match="the unchanged solution of attention loses points"):
+        check_tests("04-attention", tmp_path / "two", limit=2, parts=["causal_mask"], course=course)

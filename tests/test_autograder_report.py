@@ -114,3 +114,19 @@ def test_a_file_name_that_is_not_utf8_is_written_into_the_report(tmp_path):
 def test_a_class_where_nobody_handed_in_still_gets_a_report():
     page = render("hw", [Part("hw", "reverse", 2.0)], Counter(), [Submission("ada", Path("."), status="missing")], [])
     assert "nobody handed in" in page and "No check failed." in page and "No submission was flagged." in page
+
+
+def test_the_part_table_counts_full_marks_zeros_and_the_mean_of_the_scored_answers():
+    # kills R1 (full marks counted with >) and R8 (the mean divided by answers still waiting for a person)
+    page = render("hw", [Part("hw", "reverse", 2.0, scores=[2.0, 1.0, 0.0, 2.0]),
+                         Part("hw", "essay", 3.0, scores=[3.0], waiting=1)], Counter(), [], [])
+    assert "<td>reverse</td><td>2</td><td>1.25</td><td>50%</td><td>25%</td>" in page
+    assert "<td>essay</td><td>3</td><td>3.00</td><td>100%</td><td>0%</td>" in page
+
+
+def test_a_flagged_problem_quoting_a_students_file_name_is_escaped(tmp_path):
+    # kills R3: problems quote names the student chose (misnamed notebooks, timestamp text)
+    ada = Submission("ada", tmp_path, status="graded", score=0.0, max_score=2.0)
+    ada.flag(f"{tmp_path}/ada/hw/hw.ipynb: missing (the folder holds <img src=x onerror=alert(1)>.ipynb); scored 0")
+    page = render("hw", [], Counter(), [ada], [])
+    assert "<img" not in page and "&lt;img src=x onerror=alert(1)&gt;.ipynb" in page
