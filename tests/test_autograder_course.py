@@ -46,3 +46,21 @@ def test_an_assignment_is_one_folder_name_with_notebooks_in_it(tmp_path):
     with pytest.raises(CourseError, match=r"empty holds no source notebooks \(known assignments: lab\)"):
         course.folder("empty")
     assert course.folder("lab") == course.sources / "lab" and course.assignments() == ["lab"]
+
+
+def test_the_nbgrader_configuration_carries_the_limits_and_the_steps_that_keep_hidden_tests_hidden(tmp_path):
+    # The hostile class checks each of these by a student who needs it, in minutes; this names the
+    # setting in a second: a limit not passed on, a deleted test not restored, a feedback step dropped.
+    from autograder import preprocessors
+    from autograder.course import nbgrader_config
+
+    config = nbgrader_config(tmp_path, timeout=7, notebook_timeout=99)
+    assert config.Execute.timeout == 7 and config.SandboxedExecute.notebook_timeout == 99
+    assert config.OverwriteCells.add_missing_cells is True
+    sanitize, autograde, feedback = (config.Autograde.sanitize_preprocessors, config.Autograde.autograde_preprocessors,
+                                     config.GenerateFeedback.preprocessors)
+    assert {preprocessors.ForgetForgedCells, preprocessors.DeduplicateIds, preprocessors.OverwriteCells} <= set(sanitize)
+    assert {preprocessors.SandboxedExecute, preprocessors.TrustedVerdicts} <= set(autograde)
+    assert {preprocessors.ScrubHiddenTests, preprocessors.DisarmOutputs, preprocessors.ClearHiddenTests} <= set(feedback)
+    assert config.WithholdLateOutputs.enabled is False
+    assert nbgrader_config(tmp_path, feedback_outputs="before-hidden-tests").WithholdLateOutputs.enabled is True
