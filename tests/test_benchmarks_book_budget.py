@@ -37,3 +37,45 @@ def test_kernel_memory_credits_a_child_to_the_page_running_when_it_started():
         time.sleep(0.1)
     assert 300 <= memory.peak_mib["book/xx/big"] < 600
     assert set(memory.peak_mib) == {"book/xx/big"}
+
+
+def _grandchild(code):
+    return subprocess.Popen([sys.executable, "-c", f"import subprocess, sys; subprocess.run([sys.executable, '-c', {code!r}])"])
+
+
+def test_kernel_memory_keeps_the_largest_sample_not_the_last():
+    parent = _grandchild("import time; b = b'x' * (300 * 2**20); time.sleep(1.0); del b; time.sleep(1.5)")
+    with book_budget.KernelMemory(psutil.Process(parent.pid), every=0.05) as memory:
+        memory.page = "book/xx/big"
+        parent.wait()
+    assert memory.peak_mib["book/xx/big"] >= 300
+
+
+def test_a_kernel_started_for_one_page_is_not_credited_to_the_next():
+    parent = _grandchild("import time; time.sleep(1.0); b = b'x' * (200 * 2**20); time.sleep(1.5)")
+    with book_budget.KernelMemory(psutil.Process(parent.pid), every=0.05) as memory:
+        memory.page = "book/xx/first"
+        deadline = time.monotonic() + 20
+        while not psutil.Process(parent.pid).children() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        time.sleep(0.3)  # sampled while the first page executes
+        memory.page = "book/xx/second"
+        parent.wait()
+    assert memory.peak_mib["book/xx/first"] >= 200
+    assert memory.peak_mib.get("book/xx/second", 0) == 0
+
+
+def test_the_budget_tables_give_minutes_and_the_largest_kernel_and_judge_both_targets(monkeypatch, capsys):
+    builds = iter([
+        (0, 660.0, {"book/05-t/a": 120.0, "book/05-t/b": 60.0, "book/06-b/c": 30.0},
+         {"book/05-t/a": 900.0, "book/05-t/b": 1500.0, "book/06-b/c": 700.0}, ""),
+        (0, 5.0, {"book/05-t/a": 2.0}, {}, ""),   # fast, but it ran a page again
+    ])
+    monkeypatch.setattr(book_budget, "build", lambda out, env: next(builds))
+    assert book_budget.main(["--profile", "quick"]) == 0
+    out = capsys.readouterr().out
+    rows = {line.split()[0]: line.split()[1:] for line in out.splitlines() if line.startswith(("05-t ", "06-b "))}
+    assert rows == {"05-t": ["2", "3.0", "1500"], "06-b": ["1", "0.5", "700"]}
+    assert "cold build:          660.0 s (11.0 min; 3 pages executed, 210.0 s of it in the pages)" in out
+    assert "target < 10 min: MISSED" in out
+    assert "no-change rebuild:     5.0 s (1 pages executed)" in out and out.rstrip().endswith("MISSED")

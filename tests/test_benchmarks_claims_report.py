@@ -41,3 +41,22 @@ def test_a_damaged_log_names_the_file_and_line(tmp_path):
     log.write_text('{"statement": "x", "status": "held"}\nnot json\n')
     with pytest.raises(SystemExit, match=r"claims\.jsonl:2: not a JSON claim record"):
         claims_report.main(["--log", str(log)])
+
+
+def test_the_count_is_of_claims_not_of_statuses(tmp_path, capsys):
+    log = tmp_path / "claims.jsonl"
+    log.write_text('{"statement": "a", "status": "held"}\n{"statement": "b", "status": "held"}\n')
+    assert claims_report.main(["--log", str(log)]) == 0
+    assert "2 claims: 2 held, 0 FAILED, 0 unchecked" in capsys.readouterr().out
+
+
+def test_a_failed_build_fails_the_report_and_an_old_log_is_not_read_again(monkeypatch, tmp_path, capsys):
+    out = tmp_path / "build"
+    out.mkdir()
+    (out / "claims.jsonl").write_text('{"statement": "from last week", "status": "FAILED"}\n')
+    monkeypatch.setattr(claims_report, "build", lambda out, env: (0, 60.0, {}, {}, ""))
+    assert claims_report.main(["--profile", "quick", "--out", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "0 claims" in text and "from last week" not in text
+    monkeypatch.setattr(claims_report, "build", lambda out, env: (2, 60.0, {}, {}, "the build's tail"))
+    assert claims_report.main(["--profile", "quick", "--out", str(out)]) == 1

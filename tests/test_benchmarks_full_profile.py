@@ -99,3 +99,30 @@ def test_pages_start_longest_first_or_in_the_order_given():
     # In order (a lease too short for every page), or one at a time: as given.
     assert full_profile.start_order(pages, 2, True, known) == pages
     assert full_profile.start_order(pages, 1, False, known) == pages
+
+
+def test_a_run_and_its_record_keep_the_code_that_ran(tmp_path):
+    from nlpbook.recorded import code_sha256, full_profile_run
+
+    cells = ["from myst_nb import glue\nglue('x', 2)"]
+    bundle, out, into = tmp_path / "bundle", tmp_path / "out", tmp_path / "record.json"
+    (bundle / "pages").mkdir(parents=True)
+    (bundle / "pages" / "00-test__page.json").write_text(
+        json.dumps(dict(cells=cells, code_sha256=code_sha256(cells), commit="abc123")))
+    with gzip.open(bundle / "bible.json.gz", "wt", encoding="utf-8") as handle:
+        json.dump({}, handle)
+    (bundle / "minilm").mkdir()
+    assert full_profile.run(bundle, out, ["00-test/page"], deadline=120, profile="quick", least=1) == 0
+    [run] = json.loads((out / "summary.json").read_text())
+    assert run["status"] == "ok" and run["code_sha256"] == code_sha256(cells) and run["commit"] == "abc123"
+    full_profile.record(out / "summary.json", into)
+    [kept] = json.loads(into.read_text())
+    assert kept["code_sha256"] == code_sha256(cells) and kept["commit"] == "abc123"
+    assert full_profile_run("00-test/page", into).matches(cells)
+
+
+def test_plan_packs_pages_into_lanes_and_gives_the_longest_lane(monkeypatch, capsys):
+    monkeypatch.setattr(full_profile, "recorded_seconds", lambda: {"a/x": 300.0, "b/y": 200.0, "c/z": 100.0})
+    # longest first: a -> lane 1 (300), b -> lane 2 (200), d (unknown, 120) -> lane 2 (320), c -> lane 1 (400)
+    assert full_profile.plan(["a/x", "b/y", "c/z", "d/new"], jobs=2, unknown=120) == 400
+    assert "4 pages, 2 at a time: about 400 s" in capsys.readouterr().out

@@ -62,3 +62,24 @@ def test_the_book_is_counted_page_by_page(capsys, monkeypatch):
     assert lines[0].split()[:3] == ["page", "code", "hidden"]
     assert len(lines) == 1 + 3 + 1  # header, the three pages with most hidden lines, the total
     assert lines[-1].startswith("all ") and lines[-1].split()[1].isdigit()
+
+
+PAGE_HEADER = ("---\njupytext:\n  text_representation:\n    extension: .md\n    format_name: myst\n"
+               "kernelspec:\n  display_name: Python 3\n  language: python\n  name: python3\n---\n\n# A page\n\n")
+
+
+def test_the_totals_are_of_every_page_and_the_top_is_by_hidden_lines(tmp_path, monkeypatch, capsys):
+    book = tmp_path / "book"
+    (book / "01-a").mkdir(parents=True)
+    (book / "01-a" / "hides.md").write_text(PAGE_HEADER + "```{code-cell} ipython3\nx = 1\n```\n\n"
+                                            "```{code-cell} ipython3\n:tags: [remove-cell]\nglue('x', x)\ny = 2\n```\n")
+    (book / "01-a" / "shows.md").write_text(PAGE_HEADER + "```{code-cell} ipython3\n"
+                                            + "".join(f"z{i} = {i}\n" for i in range(9))
+                                            + "s = '| a |\\n| --- |'\n```\n")
+    monkeypatch.setattr(page_code, "BOOK", book)
+    monkeypatch.setattr(sys, "argv", ["page_code.py", "--top", "1"])
+    page_code.main()
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.split()[0] for line in lines[1:-1]] == ["01-a/hides.md"]
+    # every page: 13 code lines, 2 hidden (15.4%), 1 glue call, no Markdown table
+    assert lines[-1].split() == ["all", "2", "pages", "13", "2", "15.4%", "1", "0"]
