@@ -53,7 +53,9 @@ def run_measured(command: list[str], env: dict[str, str],
     """Run a command in the repository; its exit status, seconds, peak memory in MiB and its output's tail.
 
     The peak is wait4's ru_maxrss: the largest resident set of the process and of every
-    descendant it waited for, which includes a Jupyter kernel that ran a notebook for it.
+    descendant it waited for, which includes a Jupyter kernel that ran a notebook for it.  It is
+    never below this process's own resident set when it starts the command (the child is a fork of
+    it until it runs the command; about 220 MiB for solution_suite.py, under any notebook's peak).
     After ``timeout`` seconds the command and everything it started are killed (status -9).
     """
     start = time.perf_counter()

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import resource
 import sys
 
 import psutil
@@ -25,7 +26,10 @@ def test_a_measured_run_is_killed_at_its_timeout_and_reports_its_peak():
     assert status == -9 and seconds < 10
     status, _, peak, _ = measure.run_measured(
         [sys.executable, "-c", "b = b'x' * (300 * 2**20)"], dict(os.environ))
-    assert status == 0 and 300 <= peak < 600
+    # The child is forked from this process before it runs Python afresh, so its largest resident set
+    # may be this process's (a test worker that has held a gigabyte reports it): at most that plus 300.
+    own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    assert status == 0 and 300 <= peak < max(own, 300) + 300
 
 
 def test_the_machine_line_gives_the_memory_in_gib():
