@@ -272,14 +272,14 @@ class PlacedLabels(Artist):
                renderer.points_to_pixels(1.0), self.fontsize, tuple(self.labels))
         if self._placed is not None and self._placed[0] == key:
             return self._placed[1]
-        self._placed = (key, self._choose_places(renderer, frame, pixels))
+        self._placed = (key, self._choose_places(renderer, frame, pixels, ends))
         return self._placed[1]
 
-    def _choose_places(self, renderer, frame: Bbox, pixels) -> tuple[list[Annotation], list[str]]:
+    def _choose_places(self, renderer, frame: Bbox, pixels, ends) -> tuple[list[Annotation], list[str]]:
         ax = self.axes
         radius = renderer.points_to_pixels(4)  # a marker of s=12 is 3.5 points across, and some room
         dots = [Bbox.from_bounds(x - radius, y - radius, 2 * radius, 2 * radius) for x, y in pixels]
-        lines = [Path(ax.transData.transform(segment)) for segment in self.segments]  # display coordinates
+        lines = [Path(ends[i:i + 2]) for i in range(0, len(ends), 2)]  # each segment, display coordinates
         line = {"arrowstyle": "-", "color": "0.55", "lw": 0.6, "shrinkA": 0, "shrinkB": 2}
 
         def write(label, x, y, angle, distance):
