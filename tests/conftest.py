@@ -54,6 +54,9 @@ if not hasattr(nbval.kernel.start_new_kernel, "wrapped"):  # tests that import c
     nbval.kernel.start_new_kernel = _start_kernel_again_if_it_dies(nbval.kernel.start_new_kernel)
 
 JUPYTER_BOOK = Path(sys.executable).with_name("jupyter-book")
+# The front matter of a book page (MyST Markdown read by jupytext), for tests that write one
+MYST_HEADER = ("---\njupytext:\n  text_representation:\n    extension: .md\n    format_name: myst\n"
+               "kernelspec:\n  display_name: Python 3\n  language: python\n  name: python3\n---\n")
 # Text that only the instructors' notebooks hold: no page of the built book may show it.
 SOLUTION_MARKERS = ("BEGIN SOLUTION", "END SOLUTION", "BEGIN HIDDEN TESTS", "MARK SCHEME", "_reference_attention")
 

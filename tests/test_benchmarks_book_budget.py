@@ -26,21 +26,20 @@ def test_pages_are_grouped_by_chapter_folder():
     assert book_budget.chapter_of("book/instructors/grading-safely") == "instructors"
 
 
+def _grandchild(code):
+    """A parent that runs ``code`` in a child, as a build starts a page's kernel."""
+    return subprocess.Popen([sys.executable, "-c", f"import subprocess, sys; subprocess.run([sys.executable, '-c', {code!r}])"])
+
+
 def test_kernel_memory_credits_a_child_to_the_page_running_when_it_started():
-    # A parent that starts a child holding 300 MiB, as a build starts a page's kernel.
-    grow = "b = b'x' * (300 * 2**20); import time; time.sleep(1.5)"
-    parent = subprocess.Popen([sys.executable, "-c",
-                               f"import subprocess, sys; subprocess.run([sys.executable, '-c', {grow!r}])"])
+    # A child holding 300 MiB.
+    parent = _grandchild("b = b'x' * (300 * 2**20); import time; time.sleep(1.5)")
     with book_budget.KernelMemory(psutil.Process(parent.pid), every=0.05) as memory:
         memory.page = "book/xx/big"
         parent.wait()
         time.sleep(0.1)
     assert 300 <= memory.peak_mib["book/xx/big"] < 600
     assert set(memory.peak_mib) == {"book/xx/big"}
-
-
-def _grandchild(code):
-    return subprocess.Popen([sys.executable, "-c", f"import subprocess, sys; subprocess.run([sys.executable, '-c', {code!r}])"])
 
 
 def test_kernel_memory_keeps_the_largest_sample_not_the_last():

@@ -3,22 +3,12 @@ from __future__ import annotations
 
 import sys
 
-from conftest import REPO
+from conftest import MYST_HEADER, REPO
 
 sys.path.insert(0, str(REPO / "benchmarks"))
 import page_code  # noqa: E402
 
-PAGE = '''---
-jupytext:
-  text_representation:
-    extension: .md
-    format_name: myst
-kernelspec:
-  display_name: Python 3
-  language: python
-  name: python3
----
-
+PAGE = MYST_HEADER + '''
 # A page
 
 ```{code-cell} ipython3
@@ -64,8 +54,7 @@ def test_the_book_is_counted_page_by_page(capsys, monkeypatch):
     assert lines[-1].startswith("all ") and lines[-1].split()[1].isdigit()
 
 
-PAGE_HEADER = ("---\njupytext:\n  text_representation:\n    extension: .md\n    format_name: myst\n"
-               "kernelspec:\n  display_name: Python 3\n  language: python\n  name: python3\n---\n\n# A page\n\n")
+PAGE_HEADER = MYST_HEADER + "\n# A page\n\n"
 
 
 def test_the_totals_are_of_every_page_and_the_top_is_by_hidden_lines(tmp_path, monkeypatch, capsys):

@@ -129,12 +129,6 @@ def test_the_verses_of_a_real_split_keep_canonical_order_and_chapters():
 
 
 def test_the_vocabulary_keeps_a_piece_seen_exactly_min_count_times_and_windows_keep_the_last_full_one():
-    from nlpbook.next_sentence import PieceVocabulary, windows
-
-    class FakeTokenizer:
-        def token_id(self, token):
-            return {"[PAD]": 4, "[CLS]": 0, "[SEP]": 3, "[MASK]": 1, "[UNK]": 2}[token]
-
     vocabulary = PieceVocabulary.from_texts(FakeTokenizer(), [[50, 50, 60]], min_count=2)
     assert 50 in vocabulary.compact and 60 not in vocabulary.compact
     rows = windows(torch.arange(6) + 10, vocabulary, width=3)

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from conftest import REPO
+from conftest import MYST_HEADER, REPO
 from nlpbook import recorded
 
 
@@ -139,12 +139,10 @@ def test_a_page_whose_prose_changes_keeps_its_code_hash(tmp_path):
     # A record is tied to the code that ran: mending a sentence must not make it stale.
     page = tmp_path / "chapter" / "page.md"
     page.parent.mkdir()
-    header = ("---\njupytext:\n  text_representation:\n    extension: .md\n    format_name: myst\n"
-              "kernelspec:\n  display_name: Python 3\n  language: python\n  name: python3\n---\n")
-    page.write_text(header + "# A page\n\nOne sentence.\n\n```{code-cell} ipython3\nx = 1\n```\n")
+    page.write_text(MYST_HEADER + "# A page\n\nOne sentence.\n\n```{code-cell} ipython3\nx = 1\n```\n")
     before = recorded.page_code_sha256("chapter/page", book=tmp_path)
     assert before == recorded.code_sha256(["x = 1"])
-    page.write_text(header + "# A page\n\nAnother sentence.\n\n```{code-cell} ipython3\nx = 1\n```\n")
+    page.write_text(MYST_HEADER + "# A page\n\nAnother sentence.\n\n```{code-cell} ipython3\nx = 1\n```\n")
     assert recorded.page_code_sha256("chapter/page", book=tmp_path) == before
-    page.write_text(header + "# A page\n\nAnother sentence.\n\n```{code-cell} ipython3\nx = 2\n```\n")
+    page.write_text(MYST_HEADER + "# A page\n\nAnother sentence.\n\n```{code-cell} ipython3\nx = 2\n```\n")
     assert recorded.page_code_sha256("chapter/page", book=tmp_path) != before
