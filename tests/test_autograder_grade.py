@@ -308,7 +308,6 @@ def test_a_timestamp_nbgrader_cannot_read_is_left_out_and_flagged(tmp_path):
 def test_a_saved_result_cut_short_is_graded_again_not_a_stop_for_every_rerun(tmp_path, caplog):
     import pickle
 
-    from autograder import jobs
     from autograder.grade import _saved_result
 
     whole = pickle.dumps(jobs.Result("ada", True, "graded"))
@@ -326,7 +325,6 @@ def test_grades_entered_while_a_run_grades_stop_it_before_it_publishes(tmp_path,
     from types import SimpleNamespace
 
     from autograder import gradebook as gradebook_module
-    from autograder.course import CourseError
     from autograder.grade import check_no_grades_entered_meanwhile, published_gradebooks
 
     (tmp_path / "course").mkdir()

@@ -159,9 +159,6 @@ def test_a_failed_autograde_is_a_failed_result_with_no_rows(tmp_path, monkeypatc
     # kills J2: past a failed autograde the worker went on to the feedback and the gradebook's rows
     from nbgrader.apps import NbGraderAPI
 
-    from autograder.sandbox import Limits
-    from test_autograder_jobs import NBGRADER_LOG
-
     monkeypatch.setattr(jobs, "_scratch", lambda: str(tmp_path))
     monkeypatch.setattr(jobs, "_session", lambda job, root, role: _FakeSession())
     monkeypatch.setattr(NbGraderAPI, "autograde", lambda self, *args, **kwargs: {
@@ -176,8 +173,6 @@ def test_a_failed_autograde_is_a_failed_result_with_no_rows(tmp_path, monkeypatc
 
 def test_kernels_are_kept_from_every_folder_the_coordinator_hides(tmp_path, monkeypatch):
     # kills J4: the coordinator's folders (sources, hand-ins, --out) left out of the sandbox's hidden list
-    from autograder.sandbox import Limits
-
     monkeypatch.setattr(jobs, "worker_uid", lambda: 12345)
     settings = jobs.Settings(mode="none", drop_user=False, limits=Limits(), timeout=10, notebook_timeout=60,
                              hide=["/srv/course/source", "/srv/class"], zygote=__file__)

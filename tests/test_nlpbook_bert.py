@@ -218,7 +218,6 @@ def test_scored_fine_tuned_accuracy_puts_the_weights_into_minilm():
 def test_masked_lm_head_matches_transformers():
     from transformers import BertConfig as HFConfig
     from transformers.models.bert.modeling_bert import BertLMPredictionHead
-    from nlpbook import bert
     tiny = dict(vocab_size=99, hidden_size=32, num_hidden_layers=1, num_attention_heads=4, intermediate_size=37)
     torch.manual_seed(0)
     ours = bert.MaskedLMHead(bert.BertConfig(**tiny), torch.nn.Embedding(99, 32))
@@ -235,7 +234,6 @@ def test_masked_lm_head_matches_transformers():
 
 
 def test_bert_starts_from_bert_initialisation():
-    from nlpbook import bert
     torch.manual_seed(0)
     model = bert.BertModel(bert.BertConfig(vocab_size=500, hidden_size=64, num_hidden_layers=2,
                                            num_attention_heads=4, intermediate_size=128))

@@ -74,5 +74,4 @@ def test_spell_rejects_an_empty_word():
 
 
 def test_pretokenize_keeps_punctuation_as_words():
-    from nlpbook.bpe import pretokenize
     assert pretokenize("Hello, World! It's 3.5") == ["hello", ",", "world", "!", "it", "'", "s", "3", ".", "5"]

@@ -196,7 +196,6 @@ def test_char_rnn_state_puts_the_exercise_model_weights_into_a_char_rnn_that_com
 
 
 def test_scored_transformer_perplexity_is_the_perplexity_of_a_decoder_only_lm_with_those_weights():
-
     data = bible_char_data()
     torch.manual_seed(0)
     model = DecoderOnlyLM(len(data.chars), width=8, heads=2, layers=3, context=16)
@@ -326,7 +325,6 @@ def test_a_perplexity_needs_two_characters():
 
 
 def test_char_rnn_drops_out_in_training_and_perplexity_reads_it_in_eval_mode():
-    from nlpbook.charlm import CharRNN, perplexity
     torch.manual_seed(0)
     model = CharRNN(7, embed=4, hidden=8, cell="lstm", layers=2, dropout=0.5).train()
     assert model.rnn.dropout == 0.5
@@ -338,7 +336,6 @@ def test_char_rnn_drops_out_in_training_and_perplexity_reads_it_in_eval_mode():
 
 
 def test_sequential_batches_keep_the_last_window_that_fits():
-    from nlpbook.charlm import sequential_batches
     ids = torch.arange(104)                                    # 4 streams of 26: windows at 0, 5, ..., 20
     windows = list(sequential_batches(ids, batch_size=4, length=5))
     assert len(windows) == 5

@@ -52,8 +52,6 @@ def test_bad_arguments_are_named(kwargs, message):
 
 
 def test_adding_problem_marks_one_value_in_each_half_and_sums_them():
-    from nlpbook.data import adding_problem
-
     inputs, targets = adding_problem(200, 10, generator=torch.Generator().manual_seed(4))
     assert inputs.shape == (200, 10, 2) and targets.shape == (200,)
     markers = inputs[..., 1]

@@ -75,7 +75,6 @@ def test_a_short_training_beats_the_commonest_character():
 
 
 def test_masked_char_encoder_is_a_pre_ln_gelu_transformer_encoder():
-    from nlpbook.masked_chars import PAD, MaskedCharEncoder
     from nlpbook.transformer import sinusoidal_positions
     torch.manual_seed(0)
     model = MaskedCharEncoder(20, 16, 2, 2).eval()

@@ -132,7 +132,6 @@ def test_a_token_outside_the_alphabet_is_refused_not_given_a_probability():
 
 
 def test_a_long_history_is_cut_to_its_last_tokens():
-    from nlpbook.ngram import NGramModel
     model = NGramModel(2, vocab_size=4).fit([0, 1, 2, 3, 0, 1, 2, 3, 1, 1])
     for token in range(4):
         assert model.probability([0, 1, 2], token) == model.probability([2], token)

@@ -65,7 +65,6 @@ def test_train_lm_reports_a_curve_in_steps_tokens_and_flops_and_learns():
 
 def test_train_lm_scores_the_held_out_text(monkeypatch):
     from nlpbook import scaling
-    from nlpbook.charlm import CharData
     seen = []
 
     def spy(model, ids, chunk=None):

@@ -234,7 +234,6 @@ def test_a_namedtuple_batch_keeps_its_fields_on_the_device():
 
 
 def test_evaluation_runs_in_eval_mode_without_gradients_and_training_resumes():
-    from nlpbook.train import train
     torch.manual_seed(0)
     model = nn.Linear(3, 1)
     batches = [(torch.randn(4, 3), torch.randn(4, 1))]
@@ -264,7 +263,7 @@ def test_evaluates_leaves_the_model_in_the_mode_it_found():
 
 
 def test_a_scheduler_is_stepped_once_per_update_and_linear_warmup_rises():
-    from nlpbook.train import StepWatch, linear_warmup, train
+    from nlpbook.train import StepWatch, linear_warmup
     torch.manual_seed(0)
     model = nn.Linear(3, 1)
     batches = [(torch.randn(4, 3), torch.randn(4, 1))]

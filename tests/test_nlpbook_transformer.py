@@ -307,7 +307,6 @@ def test_gpt2_initialisation_scales_the_residual_writes_by_depth():
 
 
 def test_dropout_is_off_in_eval_mode_and_on_in_training():
-    from nlpbook.transformer import DecoderOnlyLM, MultiHeadAttention
     torch.manual_seed(0)
     model = DecoderOnlyLM(11, width=16, heads=2, layers=2, context=8, dropout=0.5).eval()
     ids = torch.randint(0, 11, (2, 8))
@@ -321,7 +320,6 @@ def test_dropout_is_off_in_eval_mode_and_on_in_training():
 
 
 def test_the_translator_scales_its_embeddings_by_sqrt_width():
-    from nlpbook.transformer import EncoderDecoder, sinusoidal_positions
     torch.manual_seed(0)
     model = EncoderDecoder(13, 17, width=16, heads=2, dropout=0.0).eval()
     ids = torch.randint(1, 13, (2, 5))
@@ -330,7 +328,6 @@ def test_the_translator_scales_its_embeddings_by_sqrt_width():
 
 
 def test_generation_restarts_from_the_last_half_of_a_full_window():
-    from nlpbook.transformer import DecoderOnlyLM
     torch.manual_seed(0)
     model = DecoderOnlyLM(11, width=16, heads=2, layers=1, context=8).eval()
     read = []

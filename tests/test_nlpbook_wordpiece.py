@@ -108,8 +108,6 @@ def test_decode_glues_continuation_pieces(tokenizer):
 
 def test_a_word_of_exactly_100_characters_and_a_tie_in_truncation_match_transformers():
     from transformers import BertTokenizerFast
-    from nlpbook.bert import minilm_path
-    from nlpbook.wordpiece import WordPieceTokenizer
     tokenizer = WordPieceTokenizer.from_file(minilm_path() / "vocab.txt")
     reference = BertTokenizerFast(str(minilm_path() / "vocab.txt"), do_lower_case=True)
     word = "a" * 100
