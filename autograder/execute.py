@@ -332,6 +332,9 @@ def without_expected_values(source: str) -> str:
     return data.decode()
 
 
+REPORT_WAIT = 5.0  # seconds: how long SandboxSession.memory waits for a relay's report
+
+
 @dataclass
 class SandboxSession:
     """One sandbox folder, for one notebook run: ``with SandboxSession(...) as config: ...``."""
@@ -382,9 +385,21 @@ class SandboxSession:
                  for path in (self.root / "kernel.out", self.root / "kernel.log")[errors_only:] if path.exists()]
         return "".join(texts) or "(nothing)"
 
-    def memory(self) -> dict:
+    def memory(self, wait: float = REPORT_WAIT) -> dict:
         """What the memory groups of the kernels that ended here measured: the highest peak, the kills
-        together (empty without a group)."""
+        together (empty without a group).
+
+        A kernel's relay writes its report once every process of the kernel has ended.  When the
+        kernel did not answer its shutdown request, nbclient kills its launcher and goes on, and the
+        relay writes a moment later (a fork bomb's 256 processes take a while to end): so the report
+        of every kernel started here is waited for, ``wait`` seconds at most.
+        """
+        if sandbox.memory_group_for(self.mode):
+            expected = [self.root / sandbox.MEMORY_FILE.format(kernel=folder.name)
+                        for folder in (self.root / "ipc").glob("kernel-*")]
+            deadline = time.monotonic() + wait
+            while not all(path.exists() for path in expected) and time.monotonic() < deadline:
+                time.sleep(0.05)
         return sandbox.memory_report(self.root)
 
     def __exit__(self, *exc) -> None:

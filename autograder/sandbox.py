@@ -653,7 +653,10 @@ def kernel_name(ip: str) -> str:
 
 def write_memory_report(root: Path, ip: str, usage: dict) -> None:
     """Record what the memory group of the kernel at ``ip`` saw, for :func:`memory_report`."""
-    (root / MEMORY_FILE.format(kernel=kernel_name(ip))).write_text(json.dumps(usage), encoding="utf-8")
+    path = root / MEMORY_FILE.format(kernel=kernel_name(ip))
+    partial = path.with_suffix(".partial")  # renamed whole: a grader waiting for the report never reads half
+    partial.write_text(json.dumps(usage), encoding="utf-8")
+    partial.replace(path)
 
 
 def memory_report(root: Path, kernel: str = "*") -> dict:

@@ -6,6 +6,7 @@ depend on the sandbox, which tests/test_autograder_hostile.py exercises with who
 from __future__ import annotations
 
 import json
+import threading
 import time
 from types import SimpleNamespace
 
@@ -13,7 +14,8 @@ import pytest
 from jupyter_client.manager import AsyncKernelManager
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
-from autograder.execute import STOP_KEY, SandboxedExecute
+from autograder import sandbox
+from autograder.execute import STOP_KEY, SandboxedExecute, SandboxSession
 from nbgrader.preprocessors import Execute
 
 # A cell that takes its time to stop when interrupted: longer than nbclient waits for the
@@ -173,3 +175,29 @@ def test_a_kernel_killed_for_its_sandbox_s_memory_says_so(tmp_path):
         "killed by signal 9: the notebook's processes together reached the sandbox's memory limit of 3584 MB")
     code = 1  # a hoarding child was killed, then the kernel ended on its own: not the memory's doing
     assert execute._exit_status() == "exit status 1"
+
+
+def test_a_session_waits_for_the_memory_report_of_every_kernel_it_started(tmp_path, monkeypatch):
+    # A kernel killed at shutdown (nbclient kills its launcher when it does not answer) has its
+    # report written by its relay a moment after the grader asks: it is waited for, boundedly.
+    monkeypatch.setattr(sandbox, "memory_group_for", lambda mode: "/a/memory/group")
+    session = SandboxSession(mode="root", role="student", hide=[])
+    session.root = tmp_path
+    for kernel in ("kernel-early", "kernel-late"):
+        (tmp_path / "ipc" / kernel).mkdir(parents=True)
+    report = {"peak_mb": 40, "limit_mb": 3584, "oom_kills": 0}
+    sandbox.write_memory_report(tmp_path, str(tmp_path / "ipc" / "kernel-early" / "kernel"), report)
+    late = threading.Timer(0.5, sandbox.write_memory_report,
+                           (tmp_path, str(tmp_path / "ipc" / "kernel-late" / "kernel"), {**report, "peak_mb": 3000}))
+    late.start()
+    assert session.memory()["peak_mb"] == 3000
+    late.join()
+    assert sorted(p.name for p in tmp_path.glob("memory-*")) == ["memory-kernel-early.json", "memory-kernel-late.json"]
+    (tmp_path / "ipc" / "kernel-never").mkdir()  # a kernel whose relay never wrote: the wait ends
+    started = time.monotonic()
+    assert session.memory(wait=0.3)["peak_mb"] == 3000
+    assert 0.3 <= time.monotonic() - started < 2
+    monkeypatch.setattr(sandbox, "memory_group_for", lambda mode: "")  # no group: no report to wait for
+    started = time.monotonic()
+    session.memory()
+    assert time.monotonic() - started < 0.3
