@@ -8,6 +8,7 @@ import pytest
 
 from conftest import MYST_HEADER, REPO
 from nlpbook import recorded
+from nlpbook.results import Runs, Table, to_record
 
 
 def test_every_recorded_run_is_a_full_run_on_a_gpu_of_a_page_in_the_table_of_contents():
@@ -66,8 +67,6 @@ def test_a_damaged_record_names_the_file_and_what_is_wrong(tmp_path):
 
 
 def test_mean_reads_a_result_or_a_number_and_refuses_text(tmp_path):
-    from nlpbook.results import Runs, to_record
-
     entry = ENTRY | {"glued": {"ppl": to_record(Runs([2.7, 2.8])), "n": 30, "verdict": "the LSTM ends best",
                                "old": "2.746 ± 0.002"}}
     run = recorded.full_profile_run("05-a/x", write(tmp_path, [entry], "results.json"))
@@ -101,8 +100,6 @@ def test_stale_runs_are_those_whose_page_changed_or_that_carry_no_hash(tmp_path)
 
 
 def test_tables_come_back_as_the_tables_recorded_and_text_displays_have_none(tmp_path):
-    from nlpbook.results import Runs, Table, to_record
-
     first = Table(["model", "weights", "share", "ppl"], {"weights": ",", "share": ".0%"})
     first.add("LSTM", 3216395, 0.94, Runs([2.77, 2.85]))
     second = Table(["", "x"]).add("T = 32", 0.62)
@@ -121,8 +118,6 @@ def test_tables_come_back_as_the_tables_recorded_and_text_displays_have_none(tmp
 def test_the_stored_record_keeps_tables_and_results_as_data_not_text():
     """No display of the record holds a Markdown table as text and no glued value is a result written
     as text ("2.746 ± 0.002"), so no page or helper has to parse one back."""
-    import re
-
     for run in recorded.full_profile_runs():
         for display in run.displays:
             assert isinstance(display, dict) or not re.search(r"^\|.*\|$", display, re.M), (run.page, display)

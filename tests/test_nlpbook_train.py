@@ -1,11 +1,15 @@
+import importlib
 import math
+import types
+from collections import namedtuple
+
 import pytest
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
 from nlpbook.recipe import Recipe
-from nlpbook.train import History, length_grouped_batches, to_device, train
+from nlpbook.train import History, StepWatch, evaluates, length_grouped_batches, linear_warmup, to_device, train
 from tiny_lm import lm_batches, lm_loss, tiny_lm
 
 
@@ -92,11 +96,6 @@ def test_history_last_reads_the_loss_or_a_metric():
 
 
 def test_a_time_budget_stops_training_and_spreads_its_evaluations_without_counting_them(monkeypatch):
-    import importlib
-    import types
-
-    from nlpbook.recipe import Recipe
-
     module = importlib.import_module("nlpbook.train")  # nlpbook.train is also the function
     # A clock of its own, so that the test says the same on a slow day: every step takes 0.05 s of
     # it (two readings, 0.05 apart), and every evaluation a whole second, which must not count.
@@ -122,8 +121,6 @@ def test_a_time_budget_stops_training_and_spreads_its_evaluations_without_counti
 
 
 def test_a_run_needs_a_budget_and_a_recipe_schedules_itself():
-    from nlpbook.recipe import Recipe
-
     model = tiny_lm()
     with pytest.raises(ValueError, match="needs a budget"):
         train(model, lm_batches(), lm_loss, Recipe(lr=1e-2), progress=False)
@@ -143,8 +140,6 @@ def test_history_curve_pairs_each_evaluation_with_the_seconds_trained_by_then():
 
 
 def test_step_watch_sees_each_step_of_any_optimizer_and_poisons_gradients_left_behind():
-    from nlpbook.train import StepWatch
-
     torch.manual_seed(0)
     model = nn.Linear(3, 2)
     x, y = torch.randn(8, 3), torch.randn(8, 2)
@@ -226,8 +221,6 @@ def test_a_budget_shorter_than_the_warm_up_or_a_loss_of_many_numbers_is_refused(
 
 
 def test_a_namedtuple_batch_keeps_its_fields_on_the_device():
-    from collections import namedtuple
-
     Pair = namedtuple("Pair", "inputs targets")
     moved = to_device(Pair(torch.zeros(2), [torch.ones(1)]), torch.device("cpu"))
     assert isinstance(moved, Pair) and torch.equal(moved.targets[0], torch.ones(1))
@@ -251,8 +244,6 @@ def test_evaluation_runs_in_eval_mode_without_gradients_and_training_resumes():
 
 
 def test_evaluates_leaves_the_model_in_the_mode_it_found():
-    from nlpbook.train import evaluates
-
     @evaluates
     def mode(model):
         return model.training
@@ -263,7 +254,6 @@ def test_evaluates_leaves_the_model_in_the_mode_it_found():
 
 
 def test_a_scheduler_is_stepped_once_per_update_and_linear_warmup_rises():
-    from nlpbook.train import StepWatch, linear_warmup
     torch.manual_seed(0)
     model = nn.Linear(3, 1)
     batches = [(torch.randn(4, 3), torch.randn(4, 1))]

@@ -1,9 +1,16 @@
-import pytest
+import math
+import random
 
-from nlpbook.parallel import EOS, Pair, build_vocabularies, number_pairs
+import pytest
+import torch
+import torch.nn.functional as F
+
+from nlpbook import translation
+from nlpbook.parallel import BOS, EOS, Pair, bible_tensors, build_vocabularies, number_pairs, to_tensors
 from nlpbook.seq2seq import Seq2Seq
 from nlpbook.transformer import EncoderDecoder
-from nlpbook.translation import RACE_MODELS, RACE_OPTIONS, RACE_RATES, race_model, until_eos
+from nlpbook.translation import (RACE_MODELS, RACE_OPTIONS, RACE_RATES, greedy_translate, race_model,
+                                 scored_translation_perplexity, train_translator, until_eos, validation_loss)
 
 
 def test_until_eos_decodes_up_to_the_first_eos_or_everything_without_one():
@@ -34,14 +41,6 @@ def test_race_model_builds_each_race_model_at_the_width_asked_for_and_no_other()
 
 
 def test_scored_translation_perplexity_is_that_models_validation_perplexity():
-    import math
-
-    import torch
-
-    from nlpbook.seq2seq import Seq2Seq
-    from nlpbook.parallel import bible_tensors
-    from nlpbook.translation import scored_translation_perplexity, validation_loss
-
     data = bible_tensors(12, merges=300)
     torch.manual_seed(0)
     model = Seq2Seq(len(data.source_vocab), len(data.target_vocab), embed=8, hidden=6, attention=True)
@@ -62,8 +61,6 @@ def test_scored_translation_perplexity_is_that_models_validation_perplexity():
 
 
 def _copy_task(count=40, seed=0):
-    import random
-
     rng = random.Random(seed)
     words = "abcdefgh"
     pairs = []
@@ -75,11 +72,6 @@ def _copy_task(count=40, seed=0):
 
 
 def _translators(source_vocab, target_vocab):
-    import torch
-
-    from nlpbook.seq2seq import Seq2Seq
-    from nlpbook.transformer import EncoderDecoder
-
     torch.manual_seed(0)
     return [Seq2Seq(len(source_vocab), len(target_vocab), embed=8, hidden=16, attention=True),
             EncoderDecoder(len(source_vocab), len(target_vocab), width=16, heads=2,
@@ -87,12 +79,6 @@ def _translators(source_vocab, target_vocab):
 
 
 def test_validation_loss_is_the_token_weighted_mean_whatever_the_batch_size():
-    import torch
-    import torch.nn.functional as F
-
-    from nlpbook.parallel import to_tensors
-    from nlpbook.translation import validation_loss
-
     pairs, source_vocab, target_vocab = _copy_task()
     for model in _translators(source_vocab, target_vocab):
         total, tokens = 0.0, 0
@@ -109,11 +95,6 @@ def test_validation_loss_is_the_token_weighted_mean_whatever_the_batch_size():
 
 
 def test_greedy_translate_matches_teacher_forced_argmax_one_token_at_a_time_with_and_without_the_cache():
-    import torch
-
-    from nlpbook.parallel import BOS, to_tensors
-    from nlpbook.translation import greedy_translate
-
     pairs, source_vocab, target_vocab = _copy_task(count=6)
     for model in _translators(source_vocab, target_vocab):
         model.eval()
@@ -139,9 +120,6 @@ def test_greedy_translate_matches_teacher_forced_argmax_one_token_at_a_time_with
 
 
 def test_train_translator_learns_the_copy_task_within_its_budget():
-    from nlpbook.parallel import to_tensors
-    from nlpbook.translation import greedy_translate, train_translator, validation_loss
-
     pairs, source_vocab, target_vocab = _copy_task(count=64)
     tensors = to_tensors(pairs, source_vocab, target_vocab)
     for model in _translators(source_vocab, target_vocab):
@@ -168,11 +146,6 @@ def test_train_translator_learns_the_copy_task_within_its_budget():
 def test_train_translator_clips_at_1_warms_up_and_draws_its_batches_from_its_seed(monkeypatch):
     # What the docstring promises and the copy task cannot see: the loop is handed a norm of 1 to
     # clip at, a rate rising over the warm-up, and batches that another seed draws otherwise.
-    import torch
-
-    from nlpbook import translation
-    from nlpbook.parallel import to_tensors
-
     pairs, source_vocab, target_vocab = _copy_task(count=64)
     tensors = to_tensors(pairs, source_vocab, target_vocab)
     handed = []
