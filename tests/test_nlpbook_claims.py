@@ -32,6 +32,8 @@ def test_every_claim_goes_to_the_log_when_one_is_named(monkeypatch, tmp_path):
     log = tmp_path / "claims.jsonl"
     monkeypatch.setenv(claims.LOG_VARIABLE, str(log))
     monkeypatch.setenv("NLPBOOK_PROFILE", "quick")
+    (tmp_path / "05-transformers").mkdir()
+    monkeypatch.chdir(tmp_path / "05-transformers")  # a book build runs each page in its chapter's folder
     claims.claim(True, "first", x=1)
     monkeypatch.setenv("NLPBOOK_PROFILE", "standard")
     with pytest.raises(claims.ClaimError):
@@ -40,6 +42,7 @@ def test_every_claim_goes_to_the_log_when_one_is_named(monkeypatch, tmp_path):
     assert [(r["statement"], r["status"], r["profile"]) for r in lines] == [
         ("first", "unchecked", "quick"), ("second", "FAILED", "standard")]
     assert lines[0]["figures"] == {"x": 1.0}
+    assert lines[0]["where"] == lines[1]["where"] == "05-transformers"  # the claims report's chapter column
 
 
 def test_choose_words_picks_the_wording_of_the_result():

@@ -22,6 +22,16 @@ def test_heatmap_draws_the_matrix_with_its_labels():
     plt.close("all")
 
 
+def test_heatmap_colours_run_from_zero_to_the_largest_value():
+    # Zero is the palest colour whatever the matrix (a weight of 0.2 must not look like none), and a
+    # matrix of zeros still draws (a colour scale from 0 to 0 has no width).
+    counts = torch.tensor([[2.0, 3.0], [4.0, 5.0]])
+    assert attention_heatmap(counts).get_images()[0].get_clim() == (0.0, 5.0)
+    low, high = attention_heatmap(torch.zeros(2, 2)).get_images()[0].get_clim()
+    assert low == 0.0 and 0.0 < high < 1e-6
+    plt.close("all")
+
+
 def test_heatmap_rejects_wrong_labels_and_shapes():
     with pytest.raises(ValueError, match="2 labels for an axis of length 4"):
         attention_heatmap(torch.zeros(3, 4), None, ["a", "b"])
