@@ -4,9 +4,11 @@ import pytest
 import torch
 import torch.nn as nn
 
-from nlpbook.charlm import (CharData, CharRNN, bible_char_data, curve_by_characters, generate, loss_by_position, next_char_loss, perplexity,
-                            next_char_losses, train_char_lm,
-                            random_windows, scored_perplexity, staged_window_stream, char_rnn_state, scored_transformer_perplexity, sequential_batches)
+from nlpbook.charlm import (RACE_RATES, CharData, CharRNN, bible_char_data, char_rnn_state, curve_by_characters,
+                            generate, loss_by_position, next_char_loss, next_char_losses, perplexity, race_rate,
+                            random_windows, scored_perplexity, scored_transformer_perplexity, sequential_batches,
+                            staged_window_stream, train_char_lm)
+from nlpbook.corpora import bible_text
 from nlpbook.recipe import Recipe
 from nlpbook.train import History
 from nlpbook.transformer import DecoderOnlyLM
@@ -120,8 +122,6 @@ def test_char_data_counts_and_encodes_as_the_vocabulary_does(train_text, valid_t
 
 
 def test_bible_char_data_holds_out_the_validation_chapters_lower_cased():
-    from nlpbook.corpora import bible_text
-
     data = bible_char_data()
     assert "".join(data.chars.decode(data.valid_ids[:200].tolist())) == bible_text("web", "valid").lower()[:200]
     assert len(data.train_ids) == len(bible_text("web", "train"))
@@ -129,8 +129,6 @@ def test_bible_char_data_holds_out_the_validation_chapters_lower_cased():
 
 
 def test_several_bibles_train_on_every_translation_and_validate_on_the_first():
-    from nlpbook.corpora import bible_text
-
     data = bible_char_data("basic", "kjv")
     train = "".join(data.chars.decode(data.train_ids.tolist()))
     assert train == bible_text("basic", "train").lower() + "\n\n" + bible_text("kjv", "train").lower()
@@ -165,7 +163,6 @@ def test_scored_perplexity_is_the_perplexity_of_a_char_rnn_with_those_weights():
 
 class ExerciseRNN(nn.Module):
     """Chapter 2's RNNLanguageModel as the solution writes it: the weights under the equations' names."""
-
     def __init__(self, vocab_size, embed_size, hidden_size):
         super().__init__()
         self.embedding = nn.Embedding(vocab_size, embed_size)
@@ -306,7 +303,6 @@ def test_curve_by_characters_puts_each_evaluation_at_the_characters_read_by_then
 
 
 def test_race_rates_name_every_network_in_every_profile_and_follow_the_current_profile(monkeypatch):
-    from nlpbook.charlm import RACE_RATES, race_rate
     assert set(RACE_RATES) == {"quick", "standard", "full"}
     assert all(set(rates) == {"Transformer", "RNN", "LSTM"} for rates in RACE_RATES.values())
     assert all(0 < rate < 0.1 for rates in RACE_RATES.values() for rate in rates.values())

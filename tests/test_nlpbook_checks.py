@@ -1,7 +1,8 @@
 import pytest
 import torch
 
-from nlpbook.checks import expect_close, expect_dtype, expect_finite, expect_shape, expect_tensor
+from nlpbook.checks import (expect_close, expect_dtype, expect_finite, expect_shape, expect_tensor, forbid_autograd,
+                            load_weights)
 
 INF = float("inf")
 
@@ -140,8 +141,6 @@ def test_a_stand_in_accepts_exactly_the_calls_the_original_accepts():
 
 
 def test_load_weights_puts_a_state_in_as_float32_and_names_what_does_not_fit():
-    from nlpbook.checks import load_weights
-
     state = {"weight": torch.ones(2, 3, dtype=torch.float64), "bias": torch.zeros(2, dtype=torch.float64)}
     model = load_weights(torch.nn.Linear(3, 2), state, "a Linear")
     assert model.weight.dtype == torch.float32 and torch.equal(model.weight, torch.ones(2, 3))
@@ -152,8 +151,6 @@ def test_load_weights_puts_a_state_in_as_float32_and_names_what_does_not_fit():
 
 
 def test_forbid_autograd_refuses_a_backward_pass_even_out_of_inference_mode_and_then_allows_it():
-    from nlpbook.checks import forbid_autograd
-
     def by_autograd(x):  # how a hand-written gradient can be dodged under inference_mode
         with torch.inference_mode(False), torch.enable_grad():
             leaf = x.detach().clone().requires_grad_(True)

@@ -1,7 +1,7 @@
 import pytest
 import torch
 
-from nlpbook.device import get_device
+from nlpbook.device import cpu_threads, describe, get_device
 
 
 def test_cuda_when_present_else_cpu(monkeypatch):
@@ -23,7 +23,6 @@ def test_asking_for_a_missing_gpu_is_a_clear_error(monkeypatch):
 
 
 def test_cpu_threads_sets_the_pool_for_the_block_and_restores_it_even_on_error():
-    from nlpbook.device import cpu_threads
     before = torch.get_num_threads()
     with cpu_threads(1):
         assert torch.get_num_threads() == 1
@@ -38,7 +37,6 @@ def test_cpu_threads_sets_the_pool_for_the_block_and_restores_it_even_on_error()
 
 
 def test_describe_names_the_cpu_threads_in_the_right_number():
-    from nlpbook.device import cpu_threads, describe
     with cpu_threads(1):
         assert describe(torch.device("cpu")) == "1 CPU thread"
     with cpu_threads(2):

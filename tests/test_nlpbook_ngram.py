@@ -1,8 +1,11 @@
 import math
+import random
+from collections import Counter
 
+import numpy as np
 import pytest
 
-from nlpbook.ngram import NGramModel
+from nlpbook.ngram import NGramModel, context_counts, count_of, ngram_codes_up_to
 
 
 @pytest.mark.parametrize("order", [1, 2, 3, 5])
@@ -43,8 +46,6 @@ def test_bad_arguments():
 
 @pytest.mark.parametrize("order", [1, 3, 6])
 def test_counts_match_counting_tuples_one_by_one(order):
-    import random
-    from collections import Counter
     rng = random.Random(order)
     text = [rng.randrange(7) for _ in range(2_000)] + [6, 6, 6]
     model = NGramModel(order, vocab_size=7).fit(text)
@@ -72,12 +73,6 @@ def test_a_history_shorter_than_the_order_is_used_whole():
 
 
 def test_ngram_codes_are_equal_exactly_for_equal_grams_across_texts():
-    import random
-    from collections import Counter
-
-    import numpy as np
-
-    from nlpbook.ngram import context_counts, ngram_codes_up_to
     rng = random.Random(0)
     texts = [[rng.randrange(4) for _ in range(length)] for length in (500, 60, 3, 0)]
     orders = dict(ngram_codes_up_to(texts, 6, vocab_size=4))
@@ -103,9 +98,6 @@ def test_ngram_codes_are_equal_exactly_for_equal_grams_across_texts():
 
 
 def test_count_of_an_empty_key_set_and_bad_ids():
-    import numpy as np
-
-    from nlpbook.ngram import count_of, ngram_codes_up_to
     assert count_of(np.array([1, 2]), np.array([], dtype=np.int64)).tolist() == [0, 0]
     assert count_of(np.array([5, 1, 9]), np.array([1, 1, 5, 7])).tolist() == [1, 2, 0]
     with pytest.raises(ValueError, match="0 .. 2, got 0 .. 3"):
@@ -113,9 +105,6 @@ def test_count_of_an_empty_key_set_and_bad_ids():
 
 
 def test_context_counts_of_an_empty_training_text_are_zero():
-    import numpy as np
-
-    from nlpbook.ngram import context_counts
     [(c_hw, c_h, types)] = context_counts(np.array([], dtype=np.int64), [np.array([5, 0])], 4)
     assert c_hw.tolist() == c_h.tolist() == types.tolist() == [0, 0]
 

@@ -4,7 +4,11 @@ import tarfile
 
 import pytest
 
-from nlpbook.parallel import Pair, build_vocabularies, multi30k, number_pairs, number_phrase, tokenize_phrase
+from nlpbook.bpe import train_bpe, word_counts
+from nlpbook.corpora import SPLITS, bible_pairs
+from nlpbook.parallel import (BOS, PAD, Pair, bible_tensors, bible_translation, build_vocabularies, multi30k,
+                              number_pairs, number_phrase, pieces_to_words, source_length_groups, to_tensors,
+                              tokenize_phrase)
 from servers import file_server
 
 
@@ -66,8 +70,6 @@ def test_multi30k_loader_downloads_checks_and_caches(tmp_path):
 
 
 def test_bible_translation_cuts_each_side_with_its_own_bpe_and_keeps_the_words():
-    from nlpbook.parallel import bible_translation, pieces_to_words
-
     corpus = bible_translation(max_words=12, merges=300)
     for split in ("train", "valid", "test"):
         pieces, words = getattr(corpus.pieces, split), getattr(corpus.words, split)
@@ -78,9 +80,6 @@ def test_bible_translation_cuts_each_side_with_its_own_bpe_and_keeps_the_words()
     assert corpus.words.train[0].source == ("in", "the", "beginning", "god", "created", "the", "heavens", "and",
                                             "the", "earth", ".")
     # BPE is learned on the training verses only, and each language gets its own.
-    from nlpbook.bpe import train_bpe, word_counts
-    from nlpbook.corpora import SPLITS, bible_pairs
-
     raw = {split: bible_pairs("web", "segond", split=split, max_words=12) for split in SPLITS}
     assert corpus.source_bpe.merges == train_bpe(word_counts(a for a, _ in raw["train"]), 300)
     assert corpus.target_bpe.merges == train_bpe(word_counts(b for _, b in raw["train"]), 300)
@@ -91,8 +90,6 @@ def test_bible_translation_cuts_each_side_with_its_own_bpe_and_keeps_the_words()
 
 
 def test_source_length_groups_put_every_pair_in_one_group_punctuation_counted():
-    from nlpbook.parallel import bible_translation, source_length_groups
-
     pairs = [Pair(("a",) * n, ("b",)) for n in (3, 5, 6, 9, 12)]
     assert source_length_groups(pairs, starts=(1, 5, 9)) == [
         ("1-4", [0]), ("5-8", [1, 2]), ("9-12", [3, 4])]
@@ -111,8 +108,6 @@ def test_source_length_groups_put_every_pair_in_one_group_punctuation_counted():
 
 
 def test_bible_tensors_encode_the_pairs_with_vocabularies_of_the_training_pairs():
-    from nlpbook.parallel import BOS, bible_tensors, bible_translation, to_tensors
-
     data = bible_tensors(12, merges=300)
     assert bible_tensors(12, merges=300) is data  # one copy per process: the grader scores many students
     corpus = bible_translation(max_words=12, merges=300)
@@ -126,7 +121,5 @@ def test_bible_tensors_encode_the_pairs_with_vocabularies_of_the_training_pairs(
 def test_padding_is_id_0_in_both_vocabularies():
     # The translators' losses ignore id 0: were padding anything else, they would train on padding
     # and ignore the token that took its place.
-    from nlpbook.parallel import PAD
-
     for vocabulary in build_vocabularies([Pair(("a", "b"), ("c",))]):
         assert vocabulary.index(PAD) == 0

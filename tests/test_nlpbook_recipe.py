@@ -1,4 +1,6 @@
+import contextlib
 import math
+import warnings
 
 import pytest
 import torch
@@ -75,17 +77,12 @@ def test_the_schedule_warms_up_linearly_then_follows_a_cosine_to_its_floor():
 
 
 def test_the_recipe_computes_in_float32_on_a_cpu():
-    import contextlib
-
     assert isinstance(Recipe(lr=1.0).autocast(torch.device("cpu")), contextlib.nullcontext)
     with Recipe(lr=1.0).autocast(torch.device("cpu")):
         assert (torch.ones(2, 2) @ torch.ones(2, 2)).dtype == torch.float32
 
 
 def test_the_recipe_computes_in_bfloat16_on_a_gpu_unless_told_not_to():
-    import contextlib
-    import warnings
-
     with warnings.catch_warnings():  # this machine may have no CUDA: autocast warns and disables itself
         warnings.simplefilter("ignore")
         context = Recipe(lr=1.0).autocast(torch.device("cuda"))

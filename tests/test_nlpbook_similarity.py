@@ -6,7 +6,8 @@ import torch
 from gensim.models import KeyedVectors
 
 from nlpbook import similarity
-from nlpbook.corpora import gensim_test_data
+from nlpbook.corpora import gensim_test_data, word_corpus
+from nlpbook.similarity import restrict
 from nlpbook.vocab import Vocabulary
 
 
@@ -86,7 +87,6 @@ def test_unknown_words_lower_the_coverage_not_the_score():
 
 
 def test_restrict_keeps_the_rows_of_the_words_asked_in_their_order():
-    from nlpbook.similarity import restrict
     vocab = Vocabulary(["a", "b", "c"], [5, 3, 1])
     vectors = torch.arange(6.0).view(3, 2)
     rows, sub = restrict(vectors, vocab, ["c", "a"])
@@ -98,8 +98,6 @@ def test_restrict_keeps_the_rows_of_the_words_asked_in_their_order():
 def test_scored_wordsim_reads_the_vectors_in_the_order_of_the_corpus_vocabulary():
     """The grader's score of chapter 1's vectors is gensim's WordSim353 correlation of the same vectors
     under the vocabulary of the named corpus, which the exercise's test builds the same way."""
-    from nlpbook.corpora import word_corpus
-
     vocab = Vocabulary.build(word_corpus("lee"), min_count=5)
     vectors = torch.randn(len(vocab), 8, generator=torch.Generator().manual_seed(1))
     kv = KeyedVectors(8)
