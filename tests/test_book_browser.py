@@ -14,7 +14,6 @@ import re
 import shutil
 import threading
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 from urllib.parse import urljoin, urlsplit
 
 import pytest
