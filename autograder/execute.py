@@ -353,6 +353,7 @@ class SandboxSession:
     zygote: str = ""  # the socket of the zygote that forks the kernel (autograder.zygote)
     env: dict[str, str] = field(default_factory=dict)  # added to the kernel's environment
     root: Path | None = None
+    memory_group: str = field(default="", init=False)  # where its kernels' groups go: "" for none
 
     def __enter__(self) -> Config:
         self.root = Path(tempfile.mkdtemp(prefix="nlpbook-sandbox-"))
@@ -367,10 +368,11 @@ class SandboxSession:
         files.chmod(0o700)  # the grader's staging copy; the kernel gets its own in work/
         ipc.chmod(0o711)  # kernels reach their own folder in it, and list nothing
         env = {**sandbox.kernel_environment(), **self.env, GRADING_ENV: self.role}
+        self.memory_group = sandbox.memory_group_for(self.mode)
         sandbox.SandboxSpec(mode=self.mode, uid=self.uid, drop_user=self.drop_user,
                             hide=[str(p) for p in self.hide], expose=[str(p) for p in exposed_paths(self.hide)],
                             limits=self.limits, env=env, zygote=self.zygote,
-                            memory_group=sandbox.memory_group_for(self.mode)).write(self.root)
+                            memory_group=self.memory_group).write(self.root)
         config = Config()
         config.KernelManager.transport = "ipc"
         config.KernelManager.ip = str(ipc / "kernel")
@@ -394,7 +396,7 @@ class SandboxSession:
         relay writes a moment later (a fork bomb's 256 processes take a while to end): so the report
         of every kernel started here is waited for, ``wait`` seconds at most.
         """
-        if sandbox.memory_group_for(self.mode):
+        if self.memory_group:
             expected = [self.root / sandbox.MEMORY_FILE.format(kernel=folder.name)
                         for folder in (self.root / "ipc").glob("kernel-*")]
             deadline = time.monotonic() + wait

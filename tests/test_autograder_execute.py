@@ -177,12 +177,11 @@ def test_a_kernel_killed_for_its_sandbox_s_memory_says_so(tmp_path):
     assert execute._exit_status() == "exit status 1"
 
 
-def test_a_session_waits_for_the_memory_report_of_every_kernel_it_started(tmp_path, monkeypatch):
+def test_a_session_waits_for_the_memory_report_of_every_kernel_it_started(tmp_path):
     # A kernel killed at shutdown (nbclient kills its launcher when it does not answer) has its
     # report written by its relay a moment after the grader asks: it is waited for, boundedly.
-    monkeypatch.setattr(sandbox, "memory_group_for", lambda mode: "/a/memory/group")
     session = SandboxSession(mode="root", role="student", hide=[])
-    session.root = tmp_path
+    session.root, session.memory_group = tmp_path, "/a/memory/group"  # as __enter__ sets them
     for kernel in ("kernel-early", "kernel-late"):
         (tmp_path / "ipc" / kernel).mkdir(parents=True)
     report = {"peak_mb": 40, "limit_mb": 3584, "oom_kills": 0}
@@ -197,7 +196,7 @@ def test_a_session_waits_for_the_memory_report_of_every_kernel_it_started(tmp_pa
     started = time.monotonic()
     assert session.memory(wait=0.3)["peak_mb"] == 3000
     assert 0.3 <= time.monotonic() - started < 2
-    monkeypatch.setattr(sandbox, "memory_group_for", lambda mode: "")  # no group: no report to wait for
+    session.memory_group = ""  # no group: no report to wait for
     started = time.monotonic()
     session.memory()
     assert time.monotonic() - started < 0.3
