@@ -92,8 +92,6 @@ def test_check_tests_counts_a_bug_as_caught_only_when_it_costs_points_and_refuse
     from autograder.course import Course
     from autograder.mutants import check_tests
 
-    scores = {}
-
     def fake_grade(assignment, submissions, out, **options):
         students = sorted(p.name for p in Path(submissions).iterdir())
         return SimpleNamespace(submissions=[Submission(s, Path(submissions), status="graded", score=scores(s))

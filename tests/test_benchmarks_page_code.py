@@ -8,10 +8,8 @@ from conftest import MYST_HEADER, REPO
 sys.path.insert(0, str(REPO / "benchmarks"))
 import page_code  # noqa: E402
 
-PAGE = MYST_HEADER + '''
-# A page
-
-```{code-cell} ipython3
+PAGE_HEADER = MYST_HEADER + "\n# A page\n\n"
+PAGE = PAGE_HEADER + '''```{code-cell} ipython3
 x = 1
 
 y = 2
@@ -52,9 +50,6 @@ def test_the_book_is_counted_page_by_page(capsys, monkeypatch):
     assert lines[0].split()[:3] == ["page", "code", "hidden"]
     assert len(lines) == 1 + 3 + 1  # header, the three pages with most hidden lines, the total
     assert lines[-1].startswith("all ") and lines[-1].split()[1].isdigit()
-
-
-PAGE_HEADER = MYST_HEADER + "\n# A page\n\n"
 
 
 def test_the_totals_are_of_every_page_and_the_top_is_by_hidden_lines(tmp_path, monkeypatch, capsys):
