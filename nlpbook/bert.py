@@ -23,6 +23,7 @@ import importlib.util
 import json
 import math
 import os
+import re
 from dataclasses import dataclass, fields
 from pathlib import Path
 
@@ -240,14 +241,20 @@ def classifier_accuracy(model: nn.Module, tokenizer: WordPieceTokenizer, reviews
                         batch_size: int = 128) -> float:
     """The accuracy of a :class:`SentenceClassifier` (in eval mode) on ``reviews``, batched by length."""
     device = next(model.parameters()).device
-    by_length = sorted(reviews, key=lambda review: len(review.text))
     right = 0
+    for inputs, labels in length_batches(reviews, tokenizer, batch_size):
+        predicted = model(**to_device(inputs, device)).argmax(-1).cpu()
+        right += int((predicted == labels).sum())
+    return right / len(reviews)
+
+
+def length_batches(reviews: list, tokenizer: WordPieceTokenizer, batch_size: int = 128):
+    """``reviews`` shortest first, in ``(inputs, labels)`` batches of ``batch_size`` (the tokenizer's dict
+    of (B, T) tensors, and (B,) labels, 1 fresh): batches of like lengths hold little padding."""
+    by_length = sorted(reviews, key=lambda review: len(review.text))
     for start in range(0, len(by_length), batch_size):
         chosen = by_length[start:start + batch_size]
-        inputs = to_device(tokenizer.batch([review.text for review in chosen]), device)
-        predicted = model(**inputs).argmax(-1).cpu()
-        right += int((predicted == torch.tensor([review.fresh for review in chosen])).sum())
-    return right / len(reviews)
+        yield tokenizer.batch([review.text for review in chosen]), torch.tensor([review.fresh for review in chosen])
 
 
 @torch.no_grad()
@@ -326,7 +333,57 @@ def scored_fine_tuned_accuracy(state: dict[str, torch.Tensor], *, reviews: int) 
     if not all(torch.isfinite(tensor).all() for tensor in state.values()):
         return math.nan
     model.load_state_dict({name: tensor.float() for name, tensor in state.items()}, strict=False)
-    return classifier_accuracy(model, tokenizer, rotten_tomatoes("valid")[:reviews])
+    model.eval()
+    start = pretrained_layers(state, len(encoder.bert_layers))
+    if start == 0:
+        return classifier_accuracy(model, tokenizer, rotten_tomatoes("valid")[:reviews])
+    # The bottom layers are MiniLM's own: start from their outputs, the same for every student.
+    right, count = 0, 0
+    with torch.no_grad():
+        for attention_mask, hidden, labels in pretrained_hidden(reviews, start):
+            mask = extended_attention_mask(attention_mask, hidden.dtype)
+            for layer in encoder.bert_layers[start:]:
+                hidden, _ = layer(hidden, mask)  # (B, T, D)
+            predicted = model.classifier(mean_pool(hidden, attention_mask)).argmax(-1)  # (B,); dropout is off
+            right, count = right + int((predicted == labels).sum()), count + len(labels)
+    return right / count
+
+
+def pretrained_layers(names, total: int) -> int:
+    """How many of the encoder's ``total`` bottom layers a :class:`SentenceClassifier` keeps as
+    pretrained when only the weights ``names`` are changed: the lowest layer named, ``total`` if
+    only the classifier is, 0 if any other weight of the encoder (an embedding, the pooler) is."""
+    start = total
+    for name in names:
+        if name.startswith("classifier."):
+            continue
+        layer = re.fullmatch(r"encoder\.bert_layers\.(\d+)\..+", name)
+        if layer is None:
+            return 0
+        start = min(start, int(layer.group(1)))
+    return start
+
+
+@functools.lru_cache(maxsize=2)
+@torch.no_grad()
+def pretrained_hidden(count: int, layers: int) -> list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]]:
+    """The first ``count`` validation reviews in :func:`classifier_accuracy`'s batches, each as
+    (attention mask (B, T), the hidden states (B, T, D) that all-MiniLM-L6-v2's embeddings and bottom
+    ``layers`` layers give, labels (B,)), on the CPU.
+
+    Kept for the process's life: the grader scores every student's fine-tuned top layers on them,
+    and runs only the layers a student trained (a third of the work for chapter 6's top two)."""
+    from nlpbook.corpora import rotten_tomatoes
+
+    encoder, tokenizer = load_minilm()
+    batches = []
+    for inputs, labels in length_batches(rotten_tomatoes("valid")[:count], tokenizer):
+        hidden = encoder.embed(inputs["input_ids"], inputs["token_type_ids"])  # (B, T, D)
+        mask = extended_attention_mask(inputs["attention_mask"], hidden.dtype)
+        for layer in encoder.bert_layers[:layers]:
+            hidden, _ = layer(hidden, mask)
+        batches.append((inputs["attention_mask"], hidden, labels))
+    return batches
 
 
 # Hugging Face's names (nested modules) -> this module's (minBERT's flat layer).

@@ -215,6 +215,41 @@ def test_scored_fine_tuned_accuracy_puts_the_weights_into_minilm():
         bert.scored_fine_tuned_accuracy({**always_fresh, "classifier.weight": torch.zeros(3, 384)}, reviews=30)
 
 
+def test_scored_fine_tuned_accuracy_runs_only_the_layers_a_state_changes():
+    # The grader starts from MiniLM's own outputs below the lowest layer a student changed: the
+    # logits, and so the accuracy, must be exactly those of the whole model with the weights put in.
+    from nlpbook.corpora import rotten_tomatoes
+
+    encoder, tokenizer = bert.load_minilm()
+    model = bert.SentenceClassifier(encoder).eval()
+    names = bert.train_top_layers(model, 2)
+    torch.manual_seed(1)
+    state = {name: value + 0.05 * torch.randn_like(value) for name, value in model.state_dict().items() if name in names}
+    assert bert.pretrained_layers(state, 6) == 4
+    model.load_state_dict(state, strict=False)
+    reviews = rotten_tomatoes("valid")[:70]
+    whole = bert.classifier_accuracy(model, tokenizer, reviews, batch_size=128)
+    bert.pretrained_hidden.cache_clear()
+    assert bert.scored_fine_tuned_accuracy(state, reviews=70) == whole
+    assert bert.scored_fine_tuned_accuracy(state, reviews=70) == whole
+    assert bert.pretrained_hidden.cache_info().hits == 1  # the bottom four layers ran once for both
+    # A changed embedding changes every layer's input: the whole model runs, with no stored states.
+    embedded = {**state, "encoder.pos_embedding.weight": model.state_dict()["encoder.pos_embedding.weight"] * 0.9}
+    model.load_state_dict(embedded, strict=False)
+    bert.pretrained_hidden.cache_clear()
+    assert bert.scored_fine_tuned_accuracy(embedded, reviews=70) == bert.classifier_accuracy(model, tokenizer, reviews)
+    assert bert.pretrained_hidden.cache_info().misses == 0
+
+
+def test_pretrained_layers_is_the_lowest_layer_a_state_names():
+    assert bert.pretrained_layers(["classifier.weight", "classifier.bias"], 6) == 6
+    assert bert.pretrained_layers(["encoder.bert_layers.5.out_dense.weight", "encoder.bert_layers.3.interm_dense.bias",
+                                   "classifier.bias"], 6) == 3
+    assert bert.pretrained_layers(["encoder.bert_layers.0.attention_dense.weight"], 6) == 0
+    assert bert.pretrained_layers(["encoder.pooler_dense.weight", "encoder.bert_layers.5.out_dense.weight"], 6) == 0
+    assert bert.pretrained_layers(["encoder.word_embedding.weight"], 6) == 0
+
+
 def test_masked_lm_head_matches_transformers():
     from transformers import BertConfig as HFConfig
     from transformers.models.bert.modeling_bert import BertLMPredictionHead
