@@ -19,7 +19,11 @@ the same there: the independence the packing relies on, shown rather than assume
 
 A part that trains for long (:attr:`ChapterGrading.COSTLY`) is handed in blank in every packed
 hand-in that carries none of its entries, and must score 0 there: its training then runs only
-where a mistake or variant of its own is graded, not once per hand-in.
+where a mistake or variant of its own is graded, not once per hand-in.  A crash at the top (the
+first part handed in blank) must cost no training part a point, shown where no mistake of theirs
+could hide it: packed beside a correct variant of every costly part, which must keep full marks,
+or, in a chapter where some costly part has no variant, in a hand-in of its own with the costly
+parts run beside it (:meth:`ChapterGrading.crash_witness`).
 
 A part whose graded run trains the student's whole model (:attr:`ChapterGrading.WHOLE`) uses the
 other parts by design, so a mistake anywhere may cost its points: its entries are handed in on
@@ -154,18 +158,20 @@ def blank_costly_parts(hand_ins: list[HandIn], costly: tuple[str, ...], stubs: d
 
 def class_hand_ins(entries: list[Entry], alone: tuple[str, ...], stubs: dict[str, str],
                    costly: tuple[str, ...] = (), whole: tuple[str, ...] = (),
-                   live: tuple[str, ...] = ()) -> tuple[list[HandIn], list[HandIn]]:
+                   live: tuple[str, ...] = (), lead: tuple[str, ...] = ()) -> tuple[list[HandIn], list[HandIn]]:
     """What a class hands in: (the hand-ins each entry is checked in, the ``alone`` entries' own).
 
-    The entries of other parts than ``whole`` are packed, with the ``costly`` and ``whole`` parts
+    The entries of other parts than ``whole`` are packed, those named in ``lead`` first (so that
+    they share the first hand-in where they can), with the ``costly`` and ``whole`` parts
     blank where a hand-in carries none of their entries; each entry of a ``whole`` part is a
     hand-in of its own; an ``alone`` entry is handed in again on its own, the ``costly`` and
     ``whole`` parts blank beside it (what it shows is about its own part and the cheap ones),
     except that the ``costly`` parts run beside the alone entries named in ``live``."""
     by_name = {entry.name: entry for entry in entries}
-    unknown = sorted(set(alone) - set(by_name))
-    assert not unknown, f"ALONE names entries that do not exist: {unknown}"
-    packed = pack([entry for entry in entries if entry.part not in whole])
+    unknown = sorted((set(alone) | set(lead)) - set(by_name))
+    assert not unknown, f"ALONE or lead names entries that do not exist: {unknown}"
+    ordered = [by_name[name] for name in lead] + [entry for entry in entries if entry.name not in lead]
+    packed = pack([entry for entry in ordered if entry.part not in whole])
     blank_costly_parts(packed, costly + whole, stubs)
     own = [HandIn(entry.name, [entry]) for entry in entries if entry.part in whole]
     again = [HandIn(name, [by_name[name]]) for name in alone if by_name[name].part not in whole]
@@ -176,13 +182,13 @@ def class_hand_ins(entries: list[Entry], alone: tuple[str, ...], stubs: dict[str
 
 def grade_class(assignment: str, notebook: str, entries: list[Entry], alone: tuple[str, ...],
                 folder: Path, costly: tuple[str, ...] = (), whole: tuple[str, ...] = (),
-                live: tuple[str, ...] = ()) -> ClassScores:
+                live: tuple[str, ...] = (), lead: tuple[str, ...] = ()) -> ClassScores:
     """Grade the solution, the untouched exercise and what ``class_hand_ins`` hands in."""
     submissions, out = folder / "submissions", folder / "out"
     write(solved(assignment, notebook), submissions / "solution" / assignment, notebook)
     write(nbformat.read(EXERCISES / assignment / f"{notebook}.ipynb", as_version=4),
           submissions / "untouched" / assignment, notebook)
-    checked, again = class_hand_ins(entries, alone, stubs_of(assignment, notebook), costly, whole, live)
+    checked, again = class_hand_ins(entries, alone, stubs_of(assignment, notebook), costly, whole, live, lead)
     for hand_in in checked + again:
         write(hand_in.notebook(assignment, notebook), submissions / hand_in.student / assignment, notebook)
     # --strict: a hidden test that fails on the solution itself stops the grading (by default it is
@@ -256,13 +262,32 @@ class ChapterGrading:
     def alone(cls) -> tuple[str, ...]:
         return tuple(dict.fromkeys((cls.first_blank(), *cls.ALONE)))
 
+    @classmethod
+    def crash_witness(cls) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """Where a crash at the top is shown to cost no training part a point, where no mistake of
+        theirs could hide it: ``(lead, live)`` for :func:`class_hand_ins`.
+
+        Where every costly part has a correct variant, the first part's blank is packed beside one
+        variant of each (they lead the packing), and they must keep full marks there: the variants
+        train anyway.  Otherwise the costly parts run beside the first blank handed in alone, a
+        training run more."""
+        first_part = next(iter(parts_of(cls.ASSIGNMENT, cls.NOTEBOOK)))
+        variant_of: dict[str, str] = {}
+        for name, edits in cls.VARIANTS.items():
+            variant_of.setdefault(next(iter(edits)), name)
+        if cls.COSTLY and first_part not in cls.COSTLY and all(part in variant_of for part in cls.COSTLY):
+            return (*(variant_of[part] for part in cls.COSTLY), blank_student(first_part)), ()
+        return (), (blank_student(first_part),)
+
     @pytest.fixture(scope="class")
     @classmethod
     def scores(cls, tmp_path_factory) -> ClassScores:
-        # Beside the first part handed in blank alone, the costly parts run: a crash at the top
-        # must cost no training part a point, shown where no mistake of theirs could hide it.
-        return grade_class(cls.ASSIGNMENT, cls.NOTEBOOK, cls.entries(), cls.alone(),
-                           tmp_path_factory.mktemp(cls.ASSIGNMENT), cls.COSTLY, cls.WHOLE, live=(cls.first_blank(),))
+        lead, live = cls.crash_witness()
+        scores = grade_class(cls.ASSIGNMENT, cls.NOTEBOOK, cls.entries(), cls.alone(),
+                             tmp_path_factory.mktemp(cls.ASSIGNMENT), cls.COSTLY, cls.WHOLE, live=live, lead=lead)
+        together = {scores.hand_in_of[name].student for name in lead}
+        assert len(together) <= 1, f"the crash at the top and the costly parts' variants were packed apart: {together}"
+        return scores
 
     def test_a_blank_part_costs_its_own_points_and_nothing_else(self, scores):
         # One crash in an earlier part must not cost a point of a later one (the notebook promises it).

@@ -59,6 +59,18 @@ def test_a_whole_model_part_has_its_entries_handed_in_on_their_own_and_is_blank_
     assert [[e.name for e in hand_in.entries] for hand_in in again] == [["a2", "blank-B-in-a2"]]
 
 
+def test_entries_named_to_lead_are_packed_first_and_share_the_first_hand_in():
+    # chapter_grading's crash witness: the first part's blank beside a variant of the costly part.
+    stubs = {"A": "raise", "B": "raise NotImplementedError()", "C": "raise"}
+    checked, again = class_hand_ins(_entries(), (), stubs, costly=("C",), lead=("variant-c", "blank-B"))
+    assert [e.name for e in checked[0].entries] == ["variant-c", "blank-B", "a1"]
+    assert [[e.name for e in h.entries] for h in checked[1:]] == [
+        ["a2", "b1", "blank-C-in-packed-02"], ["a3", "blank-C-in-packed-03"]]
+    assert again == []
+    with pytest.raises(AssertionError, match="do not exist"):
+        class_hand_ins(_entries(), (), stubs, lead=("no-such-entry",))
+
+
 def _scores(**parts) -> dict:
     return {"packed-01": {part: list(values) for part, values in parts.items()}}
 

@@ -87,6 +87,14 @@ class TestLstmsExercise(ChapterGrading):
             "log_precision = sum(math.log(matches[n] / totals[n]) for n in orders) / max_order",
             "log_precision = math.log(math.prod(matches[n] / totals[n] for n in orders) ** (1 / max_order))")]},
         "greedy-max-indices": {GREEDY: [("tokens = log_probs.argmax(dim=-1)", "tokens = log_probs.max(dim=-1).indices")]},
+        # Attention scores by torch.bmm, and the loss summed then divided by the real tokens' count:
+        # the mean that ignore_index gives.
+        "translator-bmm-and-summed-loss": {TRANSLATOR: [
+            ("scores = outputs @ self.score(states).transpose(1, 2)",
+             "scores = torch.bmm(outputs, self.score(states).transpose(1, 2))"),
+            ("return F.cross_entropy(logits.flatten(0, 1), target[:, 1:].flatten(), ignore_index=0)",
+             "total = F.cross_entropy(logits.flatten(0, 1), target[:, 1:].flatten(), ignore_index=0, reduction=\"sum\")\n"
+             "    return total / (target[:, 1:] != 0).sum()")]},
         # the book's pruning: only a hypothesis's beam_size best tokens can make the beam
         "beam-topk-per-hypothesis": {BEAM: [(
             "            for token, log_prob in enumerate(log_probs[k].tolist()):\n",

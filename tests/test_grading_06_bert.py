@@ -131,6 +131,13 @@ class TestBertExercise(ChapterGrading):
     # Correct code written another way keeps every point: the hidden layer test swaps in stand-ins
     # for attention and add & norm, which must take the student's keyword calls.
     VARIANTS = {
+        # The mean over real tokens with the padding zeroed by masked_fill, and the cross-entropy
+        # written as the log-softmax's negative log-likelihood.
+        "probe-masked-fill-and-nll-loss": {PROBE: [
+            ("return (hidden * weights).sum(1) / weights.sum(1)",
+             "return hidden.masked_fill(weights == 0, 0.0).sum(1) / weights.sum(1)"),
+            ("loss = F.cross_entropy(model(features[rows]), labels[rows])",
+             "loss = F.nll_loss(F.log_softmax(model(features[rows]), dim=-1), labels[rows])")]},
         "fine-tune-with-lambda-lr": {FINE_TUNE: [
             ("    peaks = [group[\"lr\"] for group in optimizer.param_groups]\n",
              "    schedule = torch.optim.lr_scheduler.LambdaLR(\n"
