@@ -32,7 +32,7 @@ from nbformat.v4 import new_code_cell
 
 from autograder import sandbox
 from autograder.course import REPO_ROOT
-from autograder.handins import solved, write
+from autograder.handins import write
 from conftest import autograded, repository_copy
 
 ASSIGNMENT, NOTEBOOK = "04-attention", "attention"
@@ -95,18 +95,20 @@ SETUPS = [("root", "outside"), ("userns", "outside"), ("root", "inside"), ("user
 
 
 def _start_grading(mode: str, where: str, tmp_path: Path) -> tuple[subprocess.Popen, Path]:
-    """Plant the secrets, hand in the walker beside an honest classmate, and start grading in ``mode``."""
+    """Plant the secrets, hand in the walker beside a classmate, and start grading in ``mode``."""
     assert where == "outside" or "/tmp/" in str(tmp_path)
     token = uuid.uuid4().hex
     repo, secrets = _repository(where, tmp_path, token)
+    # Both hand in the blank exercise: a solved one would hold the solution's lines itself, and the
+    # classmate's notebook is found by its own line (blank, it grades in seconds, with no training).
+    blank = repo / "exercises" / ASSIGNMENT / f"{NOTEBOOK}.ipynb"
     classmate = f"aa-classmate-{token}"
-    honest = solved(ASSIGNMENT, NOTEBOOK)
-    honest.cells.insert(1, new_code_cell(f"# notebook of classmate-{token}"))
-    write(honest, tmp_path / "submissions" / classmate / ASSIGNMENT, NOTEBOOK)
+    theirs = nbformat.read(blank, as_version=4)
+    theirs.cells.insert(1, new_code_cell(f"# notebook of classmate-{token}"))
+    write(theirs, tmp_path / "submissions" / classmate / ASSIGNMENT, NOTEBOOK)
     needles = {**secrets, "classmate": f"classmate-{token}"}
     own = f"own-{token}"
-    # The blank exercise: a solved one would hold the solution's lines itself.
-    walker = nbformat.read(repo / "exercises" / ASSIGNMENT / f"{NOTEBOOK}.ipynb", as_version=4)
+    walker = nbformat.read(blank, as_version=4)
     walker.cells.append(new_code_cell(WALK.format(
         needles={name: text.encode().hex() for name, text in {**needles, "own": own}.items()}, limit=SIZE_LIMIT)))
     write(walker, tmp_path / "submissions" / "zz-walker" / ASSIGNMENT, NOTEBOOK)
