@@ -78,6 +78,33 @@ class TestRnnsExercise(ChapterGrading):
     # Other correct ways to write the loop: they take another path through the same training,
     # which the margin allows for.
     VARIANTS = {
+        "step-by-f-linear": {STEP: [(
+            "return torch.tanh(x_t @ weight_ih.T + bias_ih + h_prev @ weight_hh.T + bias_hh)",
+            "return torch.tanh(F.linear(x_t, weight_ih, bias_ih) + F.linear(h_prev, weight_hh, bias_hh))")]},
+        # x[:, t] at each step: slower backward pass, the same values.
+        "forward-indexes-each-step": {FORWARD: [(
+            "for x_t in x.unbind(1):", "for x_t in (x[:, t] for t in range(T)):")]},
+        "bidirectional-reversed-by-index": {BIDIRECTIONAL: [(
+            "rnn_forward(x.flip(1), None, backward_weights)",
+            "rnn_forward(x[:, list(range(x.shape[1] - 1, -1, -1))], None, backward_weights)")]},
+        # The norm of the per-tensor norms, and a scale applied only when it is needed.
+        "clip-norm-of-norms-when-needed": {CLIP: [
+            ("total = torch.sqrt(sum((g ** 2).sum() for g in grads))", "total = torch.stack([g.norm() for g in grads]).norm()"),
+            ("    scale = (max_norm / (total + 1e-6)).clamp(max=1.0)\n"
+             "    for g in grads:\n"
+             "        g.mul_(scale)\n",
+             "    if total > max_norm:\n"
+             "        for g in grads:\n"
+             "            g.mul_(max_norm / (total + 1e-6))\n")]},
+        "perplexity-by-cross-entropy": {PPL: [(
+            "    log_probs = torch.log_softmax(logits, dim=-1)  # (B, T, V)\n"
+            "    keep = targets != ignore_index  # (B, T)\n"
+            "    picked = log_probs.gather(-1, targets.clamp_min(0)[..., None])[..., 0]  # (B, T): log p(y_n)\n"
+            "    return torch.exp(-picked[keep].mean())",
+            "    return F.cross_entropy(logits.flatten(0, 1), targets.flatten(), ignore_index=ignore_index).exp()")]},
+        "model-weights-by-nn-init": {MODEL: [(
+            "return nn.Parameter(torch.empty(*shape).uniform_(-bound, bound))",
+            "return nn.init.uniform_(nn.Parameter(torch.empty(*shape)), -bound, bound)")]},
         "train-summed-loss": {TRAIN: [("window[:, 1:].flatten())", "window[:, 1:].flatten(), reduction='sum')")]},
         "train-clears-after-step": {TRAIN: [("        optimizer.zero_grad()\n", ""),
                                             ("        optimizer.step()\n", "        optimizer.step()\n        optimizer.zero_grad()\n")]},

@@ -113,6 +113,24 @@ class TestTransformersExercise(ChapterGrading):
     # Other correct ways to write the model (position rows sliced, the mask built in place) and the
     # loop (PyTorch's LambdaLR, stepped after the optimizer, in place of setting each group's rate).
     VARIANTS = {
+        # The most frequent pair, ties to the pair that sorts first, found in two passes.
+        "merges-top-count-then-smallest-pair": {MERGES: [(
+            BEST, "top = max(pairs.values())\n"
+                  "        best = min(pair for pair, count in pairs.items() if count == top)")]},
+        "encode-rank-by-lookup": {ENCODE: [(CHOSEN, "merge_pair(symbols, min(candidates, key=lambda pair: rank[pair]))")]},
+        "encoder-sub-layer-outputs-named": {ENCODER: [
+            (POST_ATTENTION, "attended = self.self_attn(x, x, x, mask)\n"
+                             "        x = self.norm1(x + self.dropout1(attended))"),
+            (POST_FEED, "fed = self.feed_forward(x)\n"
+                        "        return self.norm2(x + self.dropout2(fed))")]},
+        "decoder-pre-ln-normalized-inputs-named": {DECODER: [(
+            PRE_CROSS, "queries = self.norm2(y)\n"
+                       "            y = y + self.dropout2(self.cross_attn(queries, memory, memory, memory_mask))")]},
+        "sampling-k-th-largest-by-sort": {SAMPLING: [(
+            "kth = scaled.topk(top_k, dim=-1).values[..., -1:]",
+            "kth = scaled.sort(dim=-1, descending=True).values[..., top_k - 1:top_k]")]},
+        "noam-branches-at-the-warm-up": {NOAM: [(
+            RATE, "return width ** -0.5 * (step ** -0.5 if step >= warmup else step * warmup ** -1.5)")]},
         "lm-positions-sliced-mask-built": {MODEL: [
             ("self.position(torch.arange(T, device=ids.device))", "self.position.weight[:T]"),
             ("mask = causal_mask(T, ids.device)", "mask = torch.ones(T, T, dtype=torch.bool, device=ids.device).tril()")]},

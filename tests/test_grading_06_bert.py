@@ -131,6 +131,34 @@ class TestBertExercise(ChapterGrading):
     # Correct code written another way keeps every point: the hidden layer test swaps in stand-ins
     # for attention and add & norm, which must take the student's keyword calls.
     VARIANTS = {
+        # The longest piece found by a for loop over the ends, with its else for a word that has none.
+        "wordpiece-for-else-over-the-ends": {WORDPIECE: [(
+            "        end, piece = len(word), None\n"
+            "        while end > start:\n"
+            "            candidate = word[start:end] if start == 0 else \"##\" + word[start:end]\n"
+            "            if candidate in vocab:\n"
+            "                piece = candidate\n"
+            "                break\n"
+            "            end -= 1\n"
+            "        if piece is None:\n"
+            "            return [unk_token]\n",
+            "        for end in range(len(word), start, -1):\n"
+            "            piece = (\"##\" if start else \"\") + word[start:end]\n"
+            "            if piece in vocab:\n"
+            "                break\n"
+            "        else:\n"
+            "            return [unk_token]\n")]},
+        "attention-matmul-and-permute": {ATTENTION: [
+            (SCORES, "scores = torch.matmul(query, key.transpose(-1, -2)) * self.attention_head_size ** -0.5"),
+            ("context.transpose(1, 2).reshape(B, T, H * Dh)", "context.permute(0, 2, 1, 3).flatten(2)")]},
+        "add-norm-residual-added-second": {ADD_NORM: [(SUM, "ln_layer(dropout(dense_layer(output)) + input)")]},
+        "embed-positions-by-arange": {EMBED: [(
+            "self.pos_embedding(self.position_ids[:, :T])", "self.pos_embedding(torch.arange(T, device=input_ids.device))")]},
+        "masking-special-ids-one-by-one": {MASKING: [(
+            "    special = torch.isin(input_ids, torch.as_tensor(special_ids, dtype=input_ids.dtype))\n",
+            "    special = torch.zeros_like(input_ids, dtype=torch.bool)\n"
+            "    for special_id in special_ids:\n"
+            "        special |= input_ids == special_id\n")]},
         # The mean over real tokens with the padding zeroed by masked_fill, and the cross-entropy
         # written as the log-softmax's negative log-likelihood.
         "probe-masked-fill-and-nll-loss": {PROBE: [

@@ -13,6 +13,19 @@ class TestAdamExercise(ChapterGrading):
     AUTO_POINTS = 15.0
     # Forms the notebook says it accepts: full marks (the review's students lost a point to the first).
     VARIANTS = {
+        # The velocity kept out of place, and the step by -=.
+        "momentum-out-of-place": {MOMENTUM: [
+            ('state["velocity"].mul_(momentum).add_(grad)', 'state["velocity"] = momentum * state["velocity"] + grad'),
+            ('param.sub_(lr * state["velocity"])', 'param -= lr * state["velocity"]')]},
+        "rmsprop-out-of-place": {RMSPROP: [
+            ("    square_avg = state[\"square_avg\"]\n"
+             "    square_avg.mul_(alpha).addcmul_(grad, grad, value=1 - alpha)\n"
+             "    param.addcdiv_(grad, square_avg.sqrt().add_(eps), value=-lr)",
+             "    state[\"square_avg\"] = alpha * state[\"square_avg\"] + (1 - alpha) * grad * grad\n"
+             "    param.sub_(lr * grad / (state[\"square_avg\"].sqrt() + eps))")]},
+        "schedule-decay-as-one-minus": {SCHEDULE: [(
+            "return max(0.0, (total_steps - step) / (total_steps - warmup_steps))",
+            "return max(0.0, 1 - (step - warmup_steps) / (total_steps - warmup_steps))")]},
         # Kingma and Ba's efficient form as the paper writes it: epsilon not rescaled.
         "adamw-paper-epsilon": {ADAMW: [('add_(group["eps"] * correction2)', 'add_(group["eps"])')]},
         # The bias-corrected moments built explicitly, as in part 3.
