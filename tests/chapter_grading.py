@@ -303,6 +303,13 @@ class ChapterGrading:
         for student in self.VARIANTS:
             check_hand_in(scores, scores.hand_in_of[student])
 
+    def test_every_part_is_also_handed_in_written_another_correct_way(self):
+        # A right solution in any reasonable style must get every point: each part's hidden tests
+        # are shown to admit at least one other correct form than the instructor's.
+        varied = {next(iter(edits)) for edits in self.VARIANTS.values()}
+        missing = [part for part in parts_of(self.ASSIGNMENT, self.NOTEBOOK) if part not in varied]
+        assert not missing, f"parts with no correct variant in VARIANTS: {missing}"
+
     def test_an_entry_handed_in_alone_scores_as_it_does_packed(self, scores):
         # The packing's premise, checked: alone, each scores its own part as predicted and full marks
         # elsewhere, and exactly what it scored beside other parts' mistakes.
