@@ -5,11 +5,11 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import torch
 
-REPO = Path(__file__).resolve().parent.parent
+from autograder.course import REPO_ROOT as REPO
+
 SCRIPT = REPO / "benchmarks" / "solution_suite.py"
 sys.path.insert(0, str(REPO / "benchmarks"))
 import solution_suite  # noqa: E402

@@ -17,14 +17,11 @@ from __future__ import annotations
 
 import importlib
 import re
-from pathlib import Path
 
 import pytest
 
-from autograder.course import assignments
+from autograder.course import REPO_ROOT as REPO, assignments
 from chapter_grading import ChapterGrading
-
-REPO = Path(__file__).resolve().parents[1]
 CHAPTERS = assignments()  # every exercise of the course, read from solutions/
 INTRO = re.compile(r"classic\s+mistakes\s+of\s+this\s+chapter:[ \t]*$", re.MULTILINE)
 MAPPING = "% - "  # a comment line that maps a bullet: "% - id id ..."

@@ -24,9 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder.course import assignments
-
-REPO = Path(__file__).resolve().parents[1]
+from autograder.course import REPO_ROOT as REPO, assignments
 PROFILES = ("quick", "standard")  # the profiles the pages state; `full` runs only on a GPU
 NUMBER = r"\d[\d,]*(?:\.\d+)?"
 
