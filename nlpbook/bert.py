@@ -341,9 +341,7 @@ def scored_fine_tuned_accuracy(state: dict[str, torch.Tensor], *, reviews: int) 
     right, count = 0, 0
     with torch.no_grad():
         for attention_mask, hidden, labels in pretrained_hidden(reviews, start):
-            mask = extended_attention_mask(attention_mask, hidden.dtype)
-            for layer in encoder.bert_layers[start:]:
-                hidden, _ = layer(hidden, mask)  # (B, T, D)
+            hidden = through_layers(encoder.bert_layers[start:], hidden, attention_mask)  # (B, T, D)
             predicted = model.classifier(mean_pool(hidden, attention_mask)).argmax(-1)  # (B,); dropout is off
             right, count = right + int((predicted == labels).sum()), count + len(labels)
     return right / count
@@ -379,11 +377,18 @@ def pretrained_hidden(count: int, layers: int) -> list[tuple[torch.Tensor, torch
     batches = []
     for inputs, labels in length_batches(rotten_tomatoes("valid")[:count], tokenizer):
         hidden = encoder.embed(inputs["input_ids"], inputs["token_type_ids"])  # (B, T, D)
-        mask = extended_attention_mask(inputs["attention_mask"], hidden.dtype)
-        for layer in encoder.bert_layers[:layers]:
-            hidden, _ = layer(hidden, mask)
+        hidden = through_layers(encoder.bert_layers[:layers], hidden, inputs["attention_mask"])
         batches.append((inputs["attention_mask"], hidden, labels))
     return batches
+
+
+def through_layers(layers, hidden: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+    """``hidden`` (B, T, D) through the encoder layers ``layers`` in turn, padding (``attention_mask``
+    0) hidden from attention, as :meth:`BertModel.forward` runs them: (B, T, D)."""
+    mask = extended_attention_mask(attention_mask, hidden.dtype)
+    for layer in layers:
+        hidden, _ = layer(hidden, mask)
+    return hidden
 
 
 # Hugging Face's names (nested modules) -> this module's (minBERT's flat layer).
