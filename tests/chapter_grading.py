@@ -255,8 +255,20 @@ class ChapterGrading:
         return found
 
     @classmethod
+    def first_part(cls) -> str:
+        return next(iter(parts_of(cls.ASSIGNMENT, cls.NOTEBOOK)))
+
+    @classmethod
     def first_blank(cls) -> str:
-        return blank_student(next(iter(parts_of(cls.ASSIGNMENT, cls.NOTEBOOK))))
+        return blank_student(cls.first_part())
+
+    @classmethod
+    def variants_by_part(cls) -> dict[str, list[str]]:
+        """Part -> the names of its correct variants, in the order VARIANTS gives them."""
+        by_part: dict[str, list[str]] = {}
+        for name, edits in cls.VARIANTS.items():
+            by_part.setdefault(next(iter(edits)), []).append(name)
+        return by_part
 
     @classmethod
     def alone(cls) -> tuple[str, ...]:
@@ -271,13 +283,10 @@ class ChapterGrading:
         variant of each (they lead the packing), and they must keep full marks there: the variants
         train anyway.  Otherwise the costly parts run beside the first blank handed in alone, a
         training run more."""
-        first_part = next(iter(parts_of(cls.ASSIGNMENT, cls.NOTEBOOK)))
-        variant_of: dict[str, str] = {}
-        for name, edits in cls.VARIANTS.items():
-            variant_of.setdefault(next(iter(edits)), name)
-        if cls.COSTLY and first_part not in cls.COSTLY and all(part in variant_of for part in cls.COSTLY):
-            return (*(variant_of[part] for part in cls.COSTLY), blank_student(first_part)), ()
-        return (), (blank_student(first_part),)
+        variants = cls.variants_by_part()
+        if cls.COSTLY and cls.first_part() not in cls.COSTLY and all(part in variants for part in cls.COSTLY):
+            return (*(variants[part][0] for part in cls.COSTLY), cls.first_blank()), ()
+        return (), (cls.first_blank(),)
 
     @pytest.fixture(scope="class")
     @classmethod
@@ -306,7 +315,7 @@ class ChapterGrading:
     def test_every_part_is_also_handed_in_written_another_correct_way(self):
         # A right solution in any reasonable style must get every point: each part's hidden tests
         # are shown to admit at least one other correct form than the instructor's.
-        varied = {next(iter(edits)) for edits in self.VARIANTS.values()}
+        varied = self.variants_by_part()
         missing = [part for part in parts_of(self.ASSIGNMENT, self.NOTEBOOK) if part not in varied]
         assert not missing, f"parts with no correct variant in VARIANTS: {missing}"
 
