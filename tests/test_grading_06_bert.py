@@ -8,6 +8,7 @@ from chapter_grading import ChapterGrading
 WORDPIECE, ATTENTION, ADD_NORM, LAYER, EMBED, MASKING, PROBE, FINE_TUNE = (
     "wordpiece", "attention", "add_norm", "layer_forward", "embed", "mask_tokens", "sentiment_classifier", "fine_tune")
 SUM = "ln_layer(input + dropout(dense_layer(output)))"
+POOL = "return (hidden * weights).sum(1) / weights.sum(1)"
 SCORES = "scores = query @ key.transpose(-2, -1) / math.sqrt(self.attention_head_size)"
 FACTOR = "factor = min(step / warmup, (steps + 1 - step) / (steps + 1 - warmup))"
 SET_RATE = ("        for group, peak in zip(optimizer.param_groups, peaks):\n"
@@ -95,9 +96,9 @@ class TestBertExercise(ChapterGrading):
         # Part 7, the linear probe. The training bugs end below the target accuracy (the notebook's
         # table: quick 0.703 for the solution, target 0.663; a head that always answers "fresh" gets 0.54).
         "probe-mean-over-padding": (PROBE, 3.0, {PROBE: [
-            ("return (hidden * weights).sum(1) / weights.sum(1)", "return hidden.mean(1)")]}),
+            (POOL, "return hidden.mean(1)")]}),
         "probe-first-token-vector": (PROBE, 3.0, {PROBE: [
-            ("return (hidden * weights).sum(1) / weights.sum(1)", "return hidden[:, 0]")]}),
+            (POOL, "return hidden[:, 0]")]}),
         "probe-encoder-not-frozen": (PROBE, 3.0, {PROBE: [
             ("self.bert = bert.requires_grad_(False)", "self.bert = bert")]}),
         "probe-without-dropout": (PROBE, 4.0, {PROBE: [
@@ -162,7 +163,7 @@ class TestBertExercise(ChapterGrading):
         # The mean over real tokens with the padding zeroed by masked_fill, and the cross-entropy
         # written as the log-softmax's negative log-likelihood.
         "probe-masked-fill-and-nll-loss": {PROBE: [
-            ("return (hidden * weights).sum(1) / weights.sum(1)",
+            (POOL,
              "return hidden.masked_fill(weights == 0, 0.0).sum(1) / weights.sum(1)"),
             ("loss = F.cross_entropy(model(features[rows]), labels[rows])",
              "loss = F.nll_loss(F.log_softmax(model(features[rows]), dim=-1), labels[rows])")]},
