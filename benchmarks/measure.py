@@ -33,8 +33,8 @@ def threads_each(jobs: int) -> dict[str, str]:
     return dict(OMP_NUM_THREADS=threads, MKL_NUM_THREADS=threads)
 
 
-def machine_line() -> str:
-    """CPU model, cores, memory, Python and torch, and today's date: what a figure was measured on."""
+def machine_name() -> str:
+    """CPU model, cores, memory, any GPU, Python and torch: the machine a running time was measured on."""
     import torch
 
     model = platform.processor() or platform.machine()
@@ -43,9 +43,23 @@ def machine_line() -> str:
         model = next((line.split(":", 1)[1].strip() for line in cpuinfo.read_text().splitlines()
                       if line.startswith("model name")), model)
     memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
-    gpu = f", GPU {name}" if (name := gpu_name()) else ", no GPU"
-    return (f"{model}, {os.cpu_count()} cores, {memory:.0f} GiB{gpu}; Python {platform.python_version()}, "
-            f"torch {torch.__version__}; {time.strftime('%Y-%m-%d')}")
+    gpu = f"GPU {name}" if (name := gpu_name()) else "no GPU"
+    return f"{model}, {os.cpu_count()} cores, {memory:.0f} GiB, {gpu}, Python {platform.python_version()}, " \
+           f"torch {torch.__version__}"
+
+
+def machine_line() -> str:
+    """:func:`machine_name` and today's date: what a figure was measured on."""
+    return f"{machine_name()}; {time.strftime('%Y-%m-%d')}"
+
+
+def record_timings(entries: list) -> None:
+    """Append measured runs (``nlpbook.running_times.Timing``) to the book's record of running times, and
+    say so: the chapters' opening pages and the preface show the latest of each."""
+    from nlpbook import running_times
+
+    running_times.record(entries, running_times.RECORD)  # read now, so that a test can point it elsewhere
+    print(f"recorded {len(entries)} run(s) in {running_times.RECORD}")
 
 
 def run_measured(command: list[str], env: dict[str, str],

@@ -1,7 +1,7 @@
 """Run every solution notebook under nbval in one profile, and print how long each took.
 
     python benchmarks/solution_suite.py [--profile full] [--require-gpu] [--only 06-bert]
-        [--jobs 7] [--bundle .device/bundle] [--json results.json]
+        [--jobs 7] [--bundle .device/bundle] [--json results.json] [--record]
 
 The GPU workflow (``.github/workflows/gpu.yml``) runs it with ``--profile full
 --require-gpu``; by hand it runs anywhere, with or without a GPU, since no notebook
@@ -13,7 +13,9 @@ time, peak memory (the kernel's included) and result, and the suite's total, and
 all seven at once); ``--bundle`` makes every kernel read its data from a bundle written by
 ``benchmarks/full_profile.py prepare`` (through an IPython start-up file), for a machine without
 the data packages; ``--json`` keeps each notebook's result with the code it ran (the SHA-256 of its
-code cells and the commit).  It prints figures; it is not a timed test.
+code cells and the commit); ``--record`` appends each notebook that passed, run one at a time, to
+``nlpbook/recorded_runs/running-times.json``, from which the preface's exercise columns come.  It
+prints figures; it is not a timed test.
 """
 from __future__ import annotations
 
@@ -27,7 +29,7 @@ import sys
 import time
 from pathlib import Path
 
-from measure import REPO, gpu_name, machine_line, run_measured, threads_each
+from measure import REPO, gpu_name, machine_line, machine_name, record_timings, run_measured, threads_each
 from nlpbook.profile import PROFILES
 
 SOLUTIONS = REPO / "solutions"
@@ -72,8 +74,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=1, help="notebooks run side by side")
     parser.add_argument("--bundle", type=Path, help="read the data from this bundle (full_profile.py prepare)")
     parser.add_argument("--json", type=Path, help="write each notebook's result here")
+    parser.add_argument("--record", action="store_true",
+                        help="append each notebook that passed to the book's record of running times")
     parser.add_argument("--deadline", type=float, help="seconds for all: a notebook still running then is killed")
     args = parser.parse_args(argv)
+    if args.record and (args.jobs > 1 or args.bundle):
+        parser.error("--record times notebooks run one at a time on their own data: leave out --jobs and --bundle")
 
     print(device_line())
     print(machine_line())
@@ -117,6 +123,13 @@ def main(argv: list[str] | None = None) -> int:
         args.json.write_text(json.dumps(dict(device=device_line(), machine=machine_line(), profile=args.profile,
                                              date=time.strftime("%Y-%m-%d"), jobs=args.jobs, commit=commit or None,
                                              notebooks=results), indent=1))
+    if args.record:
+        from nlpbook.running_times import Timing
+
+        record_timings([Timing("exercise", result["notebook"].split("/")[0], args.profile, result["seconds"],
+                               result["peak_mib"], time.strftime("%Y-%m-%d"), machine_name(),
+                               "the solution notebook under nbval, one after another", "benchmarks/solution_suite.py")
+                        for result in results if result["passed"]])
     return 0 if all(result["passed"] for result in results) else 1
 
 

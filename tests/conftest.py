@@ -155,8 +155,8 @@ def diagram_figures(name: str) -> list[tuple[str, dict[str, str], str]]:
 
 
 def notebook_pages() -> list[str]:
-    """The pages with code: MyST notebooks (a kernelspec in their header), not the chapter openers,
-    the exercise pages or the preface."""
+    """The pages with code: MyST notebooks (a kernelspec in their header): the chapters' pages, and
+    the chapter openers and the preface, whose running-time tables a cell makes; not the exercise pages."""
     return [name for name in toc_files()
             if (page := REPO / f"{name}.md").exists() and "kernelspec:" in page.read_text()]
 

@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 
+import pytest
 import torch
 
 from autograder.course import REPO_ROOT as REPO
@@ -72,3 +73,17 @@ def test_a_notebook_that_fails_under_nbval_is_not_passed(monkeypatch):
     monkeypatch.setattr(solution_suite, "run_measured", lambda command, env, timeout: (-9, 50.0, 300.0, ""))
     ok, _, _, output = solution_suite.run(path, "quick", timeout=50)
     assert ok is False and output.startswith("killed at the deadline")
+
+
+def test_record_keeps_the_notebooks_that_passed_run_one_at_a_time(monkeypatch, tmp_path):
+    from nlpbook import running_times
+
+    monkeypatch.setattr(solution_suite, "run", lambda path, profile, extra=None, timeout=None:
+                        (path.parent.name == "07-adam", 12.5, 400.0, ""))
+    monkeypatch.setattr(running_times, "RECORD", tmp_path / "times.json")
+    assert solution_suite.main(["--profile", "standard", "--only", "02-rnns", "07-adam", "--record"]) == 1
+    runs = running_times.timings(path=tmp_path / "times.json")
+    assert [(run.kind, run.name, run.profile, run.seconds, run.peak_mib) for run in runs] == [
+        ("exercise", "07-adam", "standard", 12.5, 400)]
+    with pytest.raises(SystemExit):
+        solution_suite.main(["--only", "07-adam", "--record", "--jobs", "2"])

@@ -385,9 +385,11 @@ def test_notebook_page_offers_its_executed_notebook_and_binder(shown, name):
 # `|—|—|` once Sphinx's smart quotes have turned `---` into an em dash (and `--` into an en dash).
 RAW_TABLE_ROW = re.compile(r"\|\s*:?(?:-{2,}|[—–])[-—–]*:?\s*\|")
 # The pages whose code shows results tables: nlpbook.results.Table objects, which IPython shows as
-# Markdown pipe tables, among them a recorded run's tables (RecordedRun.table).
+# Markdown pipe tables, among them a recorded run's tables (RecordedRun.table) and the running-time tables
+# of the opening pages and the preface (nlpbook.running_times).
 RESULTS_TABLE_PAGES = [name for name in NOTEBOOK_PAGES
-                       if re.search(r"\bTable\(|\bgpu\.table\(", (REPO / f"{name}.md").read_text())]
+                       if re.search(r"\bTable\(|\bgpu\.table\(|\brunning_times\.\w+_table\(",
+                                    (REPO / f"{name}.md").read_text())]
 
 
 def _raw_table_rows(page) -> list[str]:
@@ -414,7 +416,7 @@ def _output_table_body_rows(page) -> list[int]:
 
 def test_the_results_table_pages_are_found_in_the_sources():
     known = ["book/01-word-vectors/counting", "book/01-word-vectors/word2vec", "book/02-rnns/char-lm",
-             "book/04-attention/positions", "book/07-adam/warmup"]
+             "book/04-attention/positions", "book/07-adam/warmup", "book/preface", "book/05-transformers/index"]
     assert set(known) <= set(RESULTS_TABLE_PAGES), sorted(set(known) - set(RESULTS_TABLE_PAGES))
 
 
