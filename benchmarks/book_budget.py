@@ -158,12 +158,15 @@ def main(argv: list[str] | None = None) -> int:
 def timings(profile: str, cold: float, seconds: dict[str, float], peaks: dict[str, float], rebuild: float,
             rerun: dict[str, float]) -> list:
     """The record's entries for one cold build: each book page's run, then the build's own."""
-    from nlpbook.running_times import Timing
+    from nlpbook.running_times import IN_A_BUILD, Timing, chapter_pages, chapters
 
-    day, machine, how = time.strftime("%Y-%m-%d"), machine_name(), "in a cold build of the book"
+    # The chapters' teaching pages only: the opening pages and the preface show times, they are not timed.
+    teaching = {page for chapter in chapters() for page in chapter_pages(chapter)}
+    day, machine = time.strftime("%Y-%m-%d"), machine_name()
     pages = [Timing("page", page.removeprefix("book/"), profile, round(seconds[page], 1),
-                    round(peaks[page]) if peaks.get(page) else None, day, machine, how, "benchmarks/book_budget.py")
-             for page in sorted(seconds) if page.startswith("book/")]
+                    round(peaks[page]) if peaks.get(page) else None, day, machine, IN_A_BUILD,
+                    "benchmarks/book_budget.py")
+             for page in sorted(seconds) if page.removeprefix("book/") in teaching]
     build = Timing("build", "book", profile, round(cold, 1), round(max(peaks.values())) if peaks else None, day,
                    machine, "jupyter-book build into an empty folder, then again with nothing changed",
                    "benchmarks/book_budget.py",

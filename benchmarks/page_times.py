@@ -21,7 +21,7 @@ import time
 
 from measure import REPO, machine_line, machine_name, record_timings, run_measured
 from nlpbook.profile import PROFILES
-from nlpbook.running_times import Timing, chapter_pages
+from nlpbook.running_times import ALONE, Timing, chapter_pages
 
 # What the subprocess runs: one page, executed as the build executes it (in its own folder).
 RUNNER = """
@@ -66,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
             failed.append(f"---- {page} ----\n{output}")
             continue
         timed.append(Timing("page", page, args.profile, round(seconds, 1), round(peak_mib), time.strftime("%Y-%m-%d"),
-                            machine_name(), "alone", "benchmarks/page_times.py"))
+                            machine_name(), ALONE, "benchmarks/page_times.py"))
     for failure in failed:
         print(f"\n{failure}")
     if args.record and timed:

@@ -180,8 +180,9 @@ def execute_pages(cache_folder: Path, workers: int) -> None:
 
     timeout = yaml.safe_load((REPO / "_config.yml").read_text())["execute"]["timeout"]
     cache = get_cache(str(cache_folder))
+    # Pages in execution_mode force run in the build whatever the cache holds (the running-time pages).
     records = [cache.add_nb_to_project(str(REPO / f"{name}.md"), read_data={"name": "myst_nb_md", "type": "plugin"})
-               for name in notebook_pages()]
+               for name in notebook_pages() if "execution_mode: force" not in (REPO / f"{name}.md").read_text()]
     # each kernel gets its share of the cores (autograder.pool.thread_share says why)
     with ProcessPoolExecutor(workers, initializer=os.environ.update, initargs=(thread_share(workers),)) as pool:
         list(pool.map(ExecutionWorkerLocalMProc(), [ProcessData(r.pk, r.uri, cache, timeout, False) for r in records]))
