@@ -20,10 +20,11 @@ from conftest import REPO
 LEASE = (REPO / "benchmarks" / "gpu_lease.sh").read_text()
 
 # On the lent machine without being given: PyTorch, NumPy, matplotlib, transformers, pytest and what
-# they depend on.  scipy is assumed there: the November run of every solution notebook on a lent
-# H100 passed chapter 1's, which imports it through nlpbook.similarity.
+# they depend on (PyYAML is one of transformers' requirements).  scipy is assumed there: the November
+# run of every solution notebook on a lent H100 passed chapter 1's, which imports it through
+# nlpbook.similarity.
 LENT_MACHINE_HAS = {"torch", "numpy", "matplotlib", "transformers", "tokenizers", "safetensors", "tqdm",
-                    "regex", "packaging", "python-dateutil", "typing-extensions", "pytest", "scipy"}
+                    "regex", "packaging", "python-dateutil", "typing-extensions", "pytest", "scipy", "pyyaml"}
 # What full_profile.py stands in for, and what only runs here, never there.
 STOOD_IN = {"myst-nb": "full_profile.py records glue() instead"}
 STAYS_HERE = {"jupytext": "nlpbook.recorded reads the pages' sources here",

@@ -388,7 +388,7 @@ RAW_TABLE_ROW = re.compile(r"\|\s*:?(?:-{2,}|[—–])[-—–]*:?\s*\|")
 # Markdown pipe tables, among them a recorded run's tables (RecordedRun.table) and the running-time tables
 # of the opening pages and the preface (nlpbook.running_times).
 RESULTS_TABLE_PAGES = [name for name in NOTEBOOK_PAGES
-                       if re.search(r"\bTable\(|\bgpu\.table\(|\brunning_times\.\w+_table\(",
+                       if re.search(r"\bTable\(|\bgpu\.table\(|\brunning_times\.(chapter_times|preface_table)\(",
                                     (REPO / f"{name}.md").read_text())]
 
 
