@@ -44,8 +44,11 @@ from autograder import sandbox
 # Imported once, before any fork; a module that is missing is skipped.
 # What a notebook of the course imports, then what ipykernel imports as it starts (its debugger
 # alone takes 0.1 s): a kernel that finds them loaded is ready in about 0.1 s.
-PRELOAD = ("numpy", "torch", "matplotlib", "matplotlib.pyplot", "nlpbook", "nlpbook.checks", "nlpbook.plot",
-           "nlpbook.train", "ipykernel.kernelapp", "ipykernel.ipkernel", "ipykernel.zmqshell", "ipykernel.debugger",
+# nlpbook loads its shared names when first used, so its modules are named one by one.
+PRELOAD = ("numpy", "torch", "matplotlib", "matplotlib.pyplot",
+           "nlpbook", "nlpbook.device", "nlpbook.seed", "nlpbook.profile", "nlpbook.claims", "nlpbook.timing",
+           "nlpbook.notebook", "nlpbook.recipe", "nlpbook.training", "nlpbook.checks", "nlpbook.plot",
+           "ipykernel.kernelapp", "ipykernel.ipkernel", "ipykernel.zmqshell", "ipykernel.debugger",
            "ipykernel.eventloops", "ipykernel.comm", "ipykernel.iostream", "ipykernel.heartbeat",
            "ipykernel.parentpoller", "jupyter_client.session", "IPython.core.completer",
            "matplotlib_inline.backend_inline")

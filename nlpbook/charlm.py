@@ -22,7 +22,7 @@ from nlpbook.checks import load_weights
 from nlpbook.corpora import bible_text
 from nlpbook.profile import current_profile
 from nlpbook.recipe import Recipe
-from nlpbook.train import History, evaluates, train
+from nlpbook.training import History, evaluates, train
 from nlpbook.transformer import DecoderOnlyLM, sampling_probs
 from nlpbook.vocab import Vocabulary
 
@@ -180,7 +180,7 @@ def train_char_lm(model: nn.Module, train_ids: torch.Tensor, recipe: Recipe, *, 
     recipe (:class:`nlpbook.recipe.Recipe`: AdamW, warm-up then cosine decay over the budget,
     clipping, bfloat16 on a GPU), for ``seconds`` of training (a race at equal time) or ``steps``.
     ``evaluate(model)`` returns named metrics, ``evals`` times evenly over the budget and at the end,
-    its time not counted.  Returns :func:`nlpbook.train.train`'s :class:`~nlpbook.train.History`."""
+    its time not counted.  Returns :func:`nlpbook.training.train`'s :class:`~nlpbook.training.History`."""
     return train(model, random_window_stream(train_ids, batch_size, length, generator), next_char_loss, recipe,
                  steps=steps, seconds=seconds, device=device, evaluate=evaluate, evals=evals, progress=False)
 

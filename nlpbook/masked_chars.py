@@ -23,7 +23,7 @@ import torch.nn.functional as F
 from nlpbook import corpora
 from nlpbook.bert import IGNORE_INDEX
 from nlpbook.checks import load_weights
-from nlpbook.train import evaluates
+from nlpbook.training import evaluates
 
 PAD, MASK = 0, 1  # the ids of padding and of a hidden character; characters start at 2
 

@@ -11,7 +11,7 @@ compares the models, not one model's luck with its settings:
 - a **linear warm-up** over ``warmup`` steps times a **cosine decay** to ``min_lr_ratio`` of the
   peak rate at the end of the budget, over the whole budget (nanoGPT starts its cosine when the
   warm-up ends; here it has begun by then, so with a warm-up of a tenth of the budget the rate
-  peaks at 98% of ``lr``, with half the budget at 56%, and :func:`nlpbook.train.train` refuses a
+  peaks at 98% of ``lr``, with half the budget at 56%, and :func:`nlpbook.training.train` refuses a
   warm-up longer than a budget of steps, whose rate would end below the floor); the budget may be
   steps or seconds, so the decay follows whichever the run is given (:meth:`Recipe.lr_factor`);
 - the gradient's norm **clipped** at ``clip``;
@@ -20,7 +20,7 @@ compares the models, not one model's luck with its settings:
 
 Dropout and weight tying belong to the model (``DecoderOnlyLM(dropout=..., tie=...)``); the
 learning rate belongs to the model family and is chosen by a sweep that the page shows.
-:func:`nlpbook.train.train` takes a recipe where it takes an optimizer.
+:func:`nlpbook.training.train` takes a recipe where it takes an optimizer.
 """
 from __future__ import annotations
 

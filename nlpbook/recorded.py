@@ -22,10 +22,11 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from nlpbook.record_files import read_entries
 
 RECORD = Path(__file__).parent / "recorded_runs" / "full-profile.json"
 FIELDS = ("page", "profile", "environment", "started", "seconds", "cells", "glued", "displays", "claims")
@@ -146,15 +147,8 @@ def full_profile_runs(path: Path = RECORD) -> list[RecordedRun]:
 def _runs(path: Path) -> dict[str, RecordedRun]:
     if not path.is_file():
         return {}
-    try:
-        entries = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as error:
-        raise RecordError(f"{path}: not JSON ({error})") from None
     runs = {}
-    for number, entry in enumerate(entries, 1):
-        missing = [name for name in FIELDS if name not in entry]
-        if missing:
-            raise RecordError(f"{path}: run {number} lacks {', '.join(missing)}")
+    for entry in read_entries(path, FIELDS, error=RecordError):
         runs[entry["page"]] = RecordedRun(
             page=entry["page"], profile=entry["profile"], gpu=entry["environment"].get("gpu"),
             date=entry["started"][:10], seconds=float(entry["seconds"]), glued=entry["glued"],

@@ -28,18 +28,16 @@ from __future__ import annotations
 
 import datetime
 import functools
-import json
-import os
-import tempfile
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Iterable
 
 from nlpbook.claims import choose_words, counted, listed
+from nlpbook.record_files import read_entries, write_entries
 from nlpbook.results import Table
+from nlpbook.toc import chapter_pages, chapters
 
 RECORD = Path(__file__).parent / "recorded_runs" / "running-times.json"
-REPO = Path(__file__).resolve().parent.parent
 KINDS = ("page", "exercise", "build")
 ALONE = "alone"  # a page run by itself, as the opening pages' tables say
 IN_A_BUILD = "in a cold build of the book"  # the quick columns' runs, one after another in one build
@@ -96,11 +94,15 @@ def latest(kind: str, name: str, profile: str, *, how: str | None = None, measur
            path: Path = RECORD) -> Timing:
     """The newest run of ``name`` made ``how`` (any way if None) that measured ``measure`` (``seconds`` or
     ``peak_mib``); none raises, naming the record and the command that measures it."""
-    found = [timing for timing in timings(kind, name, profile, how, path) if getattr(timing, measure) is not None]
+    found = _measuring(measure, timings(kind, name, profile, how, path))
     if not found:
         raise RunningTimeError(f"{path}: no {profile} {kind} run of {name!r}{' made ' + how if how else ''} with "
                                f"its {measure}; measure it with `python {_command(kind, name, profile, how)}`")
     return found[-1]
+
+
+def _measuring(measure: str, runs: Iterable[Timing]) -> list[Timing]:
+    return [run for run in runs if getattr(run, measure) is not None]
 
 
 def _command(kind: str, name: str, profile: str, how: str | None) -> str:
@@ -133,33 +135,15 @@ def where_text(runs: Iterable[Timing]) -> str:
     return f"{days_text(runs)} on {count} ({'; '.join(names)})"
 
 
-def chapter_pages(chapter: str, toc: Path = REPO / "_toc.yml") -> list[str]:
-    """The pages of a chapter that run code and teach (``05-transformers/bpe``, ...), in the order of the
-    table of contents: not its opening page and not its exercise page."""
-    import yaml
-
-    if not toc.is_file():
-        raise RunningTimeError(f"{toc}: no table of contents, so no chapter pages (is this the book's checkout?)")
-    pages = []
-    for part in yaml.safe_load(toc.read_text())["parts"]:
-        for entry in part["chapters"]:
-            if entry["file"] == f"book/{chapter}/index":
-                pages = [section["file"].removeprefix("book/") for section in entry.get("sections", [])]
-    pages = [page for page in pages if not page.endswith("/exercises")]
-    if not pages:
-        raise RunningTimeError(f"{toc}: no chapter book/{chapter}/index with pages")
-    return pages
-
-
-def chapters(book: Path = REPO / "book") -> list[str]:
-    """The book's chapter folders, in order (``01-word-vectors``, ...)."""
-    return sorted(folder.name for folder in book.glob("0*-*") if folder.is_dir())
-
-
 def chapter_runs(chapter: str, profile: str, how: str, *, measure: str = "seconds",
                  path: Path = RECORD) -> list[Timing]:
     """The latest run of each of the chapter's pages in ``profile``, made ``how``, that measured ``measure``."""
     return [latest("page", page, profile, how=how, measure=measure, path=path) for page in chapter_pages(chapter)]
+
+
+def book_runs(profile: str, how: str, *, measure: str = "seconds", path: Path = RECORD) -> list[Timing]:
+    """:func:`chapter_runs` of every chapter, in the book's order."""
+    return [run for chapter in chapters() for run in chapter_runs(chapter, profile, how, measure=measure, path=path)]
 
 
 def chapter_table(chapter: str, descriptions: dict[str, str], path: Path = RECORD) -> Table:
@@ -207,9 +191,8 @@ def longest_words(seconds: float) -> str:
 def slowest_spread(path: Path = RECORD) -> tuple[Timing, Timing]:
     """The page whose `standard` runs alone on one machine differ the most: its fastest and its slowest."""
     groups: dict[tuple[str, str], list[Timing]] = {}
-    for run in timings("page", profile="standard", how=ALONE, path=path):
-        if run.seconds is not None:
-            groups.setdefault((run.name, run.machine), []).append(run)
+    for run in _measuring("seconds", timings("page", profile="standard", how=ALONE, path=path)):
+        groups.setdefault((run.name, run.machine), []).append(run)
     pairs = [(min(runs, key=lambda run: run.seconds), max(runs, key=lambda run: run.seconds))
              for runs in groups.values() if len(runs) > 1]
     if not pairs:
@@ -243,18 +226,17 @@ def preface_table(path: Path = RECORD) -> Table:
 
 def preface_summary(path: Path = RECORD) -> dict[str, object]:
     """What the preface's sentences around its table glue, from the same runs as :func:`preface_table`."""
-    pages = [page for chapter in chapters() for page in chapter_pages(chapter)]
-    standard = [latest("page", page, "standard", how=ALONE, path=path) for page in pages]
-    quick = [latest("page", page, "quick", how=IN_A_BUILD, path=path) for page in pages]
-    quick_mib = [latest("page", page, "quick", how=IN_A_BUILD, measure="peak_mib", path=path) for page in pages]
+    standard = book_runs("standard", ALONE, path=path)
+    quick = book_runs("quick", IN_A_BUILD, path=path)
+    quick_mib = book_runs("quick", IN_A_BUILD, measure="peak_mib", path=path)
     exercises = [latest("exercise", chapter, "standard", path=path) for chapter in chapters()]
     build = latest("build", "book", "quick", path=path)
     over = [run for run in standard if run.minutes > PAGE_BUDGET_MINUTES]
     fast, slow = slowest_spread(path)
-    # every standard run that measured memory, however it ran: the pages' largest needs
-    standard_mib = sorted((latest("page", page, "standard", measure="peak_mib", path=path) for page in pages
-                           if any(run.peak_mib for run in timings("page", page, "standard", path=path))),
-                          key=lambda run: -run.peak_mib)
+    # The largest needs: each page's latest standard run that measured memory, however it ran (not every
+    # page has one).
+    measured = [_measuring("peak_mib", timings("page", run.name, "standard", path=path)) for run in standard]
+    standard_mib = sorted((runs[-1] for runs in measured if runs), key=lambda run: -run.peak_mib)
     if not standard_mib:
         raise RunningTimeError(f"{path}: no standard run of any page measured its memory")
     largest_quick = max(quick_mib, key=lambda run: run.peak_mib)
@@ -298,23 +280,12 @@ def _page_words(page: str) -> str:
 
 
 def record(entries: Iterable[Timing], path: Path = RECORD) -> None:
-    """Append runs to the record, checked first.  The new record is written beside the old one and moved
-    over it, so a failure (a bad run, a full disk) leaves the old one whole."""
+    """Append runs to the record, checked first; a failure leaves the old record whole."""
     existing = _read(path) if path.is_file() else []
     new = list(entries)
     for entry in new:
         _check(entry, path)
-    text = json.dumps([_as_json(entry) for entry in existing + new], indent=1, ensure_ascii=False) + "\n"
-    handle = tempfile.NamedTemporaryFile("w", encoding="utf-8", dir=path.parent, prefix=f".{path.name}.",
-                                         delete=False)
-    try:
-        with handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(handle.name, path)
-    finally:
-        Path(handle.name).unlink(missing_ok=True)
+    write_entries(path, [_as_json(entry) for entry in existing + new])
     _cached.cache_clear()
 
 
@@ -358,26 +329,10 @@ def _read(path: Path) -> list[Timing]:
 def _load(path: Path) -> tuple[Timing, ...]:
     if not path.is_file():
         raise RunningTimeError(f"{path}: no record of running times (measure with the scripts in benchmarks/)")
-    try:
-        entries = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as error:
-        raise RunningTimeError(f"{path}: not JSON ({error})") from None
-    if not isinstance(entries, list):
-        raise RunningTimeError(f"{path}: a list of runs expected, found {type(entries).__name__}")
-    runs = []
-    for number, entry in enumerate(entries, 1):
-        if not isinstance(entry, dict):
-            raise RunningTimeError(f"{path}: run {number} is not an object but {type(entry).__name__}")
-        missing = [name for name in _REQUIRED if name not in entry]
-        if missing:
-            raise RunningTimeError(f"{path}: run {number} lacks {', '.join(missing)}")
-        unknown = sorted(set(entry) - set(_NAMES))
-        if unknown:
-            raise RunningTimeError(f"{path}: run {number} has fields no run has: {', '.join(unknown)}")
-        timing = Timing(**entry)
+    runs = tuple(Timing(**entry) for entry in read_entries(path, _REQUIRED, _NAMES, RunningTimeError))
+    for timing in runs:
         _check(timing, path)
-        runs.append(timing)
-    return tuple(runs)
+    return runs
 
 
 @functools.lru_cache(maxsize=None)

@@ -23,7 +23,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from nlpbook.train import evaluates
+from nlpbook.training import evaluates
 
 
 def causal_mask(length: int, device=None) -> torch.Tensor:

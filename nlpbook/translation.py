@@ -14,7 +14,7 @@ import torch
 from nlpbook.checks import load_weights
 from nlpbook.parallel import BOS, EOS, Pair, bible_tensors, to_tensors
 from nlpbook.seq2seq import Seq2Seq
-from nlpbook.train import History, evaluates, linear_warmup, train
+from nlpbook.training import History, evaluates, linear_warmup, train
 from nlpbook.transformer import EncoderDecoder, KVCache
 
 
@@ -113,7 +113,7 @@ def train_translator(model, tensors, *, seed: int, lr: float, warmup: int = 0,
                      every_steps: int | None = None, betas=(0.9, 0.98)) -> History:
     """Train with teacher forcing: Adam, gradient norm clipped at 1, the learning rate rising
     linearly over ``warmup`` steps, batches of random pairs trimmed to their longest member,
-    through the book's one loop (:func:`nlpbook.train.train`).
+    through the book's one loop (:func:`nlpbook.training.train`).
 
     Stops after ``steps`` steps or ``seconds`` seconds of training, whichever comes first
     (at least one must be given).  With ``valid`` tensors, the validation loss (metric

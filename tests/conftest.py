@@ -129,15 +129,9 @@ def pytest_generate_tests(metafunc):
 
 def toc_files() -> list[str]:
     """Every page of the book, as paths without suffix (``book/04-attention/index``), in table-of-contents order."""
-    import yaml
+    from nlpbook.toc import files
 
-    toc = yaml.safe_load((REPO / "_toc.yml").read_text())
-    files = [toc["root"]]
-    for part in toc["parts"]:
-        for chapter in part["chapters"]:
-            files.append(chapter["file"])
-            files.extend(section["file"] for section in chapter.get("sections", []))
-    return files
+    return files()
 
 
 # A figure directive that shows one of the book's diagrams (diagrams/draw.py), with its options and caption.

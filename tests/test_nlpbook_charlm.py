@@ -10,7 +10,7 @@ from nlpbook.charlm import (RACE_RATES, CharData, CharRNN, bible_char_data, char
                             staged_window_stream, train_char_lm)
 from nlpbook.corpora import bible_text
 from nlpbook.recipe import Recipe
-from nlpbook.train import History
+from nlpbook.training import History
 from nlpbook.transformer import DecoderOnlyLM
 from nlpbook.vocab import Vocabulary
 

@@ -7,7 +7,7 @@ import torch
 import torch.nn as nn
 
 from nlpbook.recipe import Recipe, decay_groups
-from nlpbook.train import train
+from nlpbook.training import train
 from tiny_lm import lm_batches, lm_loss, tiny_lm
 
 

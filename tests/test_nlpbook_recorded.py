@@ -64,6 +64,9 @@ def test_a_damaged_record_names_the_file_and_what_is_wrong(tmp_path):
     (tmp_path / "bad.json").write_text("{not json")
     with pytest.raises(recorded.RecordError, match=r"bad\.json: not JSON"):
         recorded.full_profile_runs(tmp_path / "bad.json")
+    (tmp_path / "object.json").write_text(json.dumps(ENTRY))  # one run, not a list of them
+    with pytest.raises(recorded.RecordError, match=r"object\.json: a list of runs expected, found dict"):
+        recorded.full_profile_runs(tmp_path / "object.json")
 
 
 def test_mean_reads_a_result_or_a_number_and_refuses_text(tmp_path):

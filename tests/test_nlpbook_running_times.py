@@ -11,7 +11,7 @@ import jupytext
 import pytest
 
 from conftest import REPO
-from nlpbook import running_times
+from nlpbook import running_times, toc
 from nlpbook.running_times import RunningTimeError, Timing
 
 XEON = "Intel Xeon, 2 cores"
@@ -32,8 +32,8 @@ def write(tmp_path, runs, name="times.json"):
 
 def test_every_page_has_a_standard_time_alone_and_a_quick_one_in_a_build_and_every_exercise_a_standard_one():
     missing = []
-    for chapter in running_times.chapters():
-        for page in running_times.chapter_pages(chapter):
+    for chapter in toc.chapters():
+        for page in toc.chapter_pages(chapter):
             for profile, how in (("standard", running_times.ALONE), ("quick", running_times.IN_A_BUILD)):
                 try:
                     running_times.latest("page", page, profile, how=how)
@@ -57,11 +57,11 @@ def _chapter_times_call(chapter: str) -> ast.Call:
 
 
 def test_each_opening_page_shows_its_own_chapter_and_describes_each_of_its_pages_once():
-    for chapter in running_times.chapters():
+    for chapter in toc.chapters():
         call = _chapter_times_call(chapter)
         assert ast.literal_eval(call.args[0]) == chapter, f"book/{chapter}/index.md shows another chapter's times"
         described = [ast.literal_eval(key) for key in call.args[1].keys]
-        stems = [page.split("/")[1] for page in running_times.chapter_pages(chapter)]
+        stems = [page.split("/")[1] for page in toc.chapter_pages(chapter)]
         assert described == stems, f"book/{chapter}/index.md describes {described}; its pages are {stems}"
 
 
@@ -71,7 +71,7 @@ def test_the_preface_glues_every_figure_of_its_summary_and_shows_its_table():
     shown = set(re.findall(r"\{glue:text\}`([\w]+)(?::[^`]*)?`", text))
     assert set(running_times.preface_summary()) == shown, "glued but not shown, or shown but not glued"
     table = running_times.preface_table()
-    assert [row[0] for row in table.rows] == [f"{{doc}}`{chapter}/index`" for chapter in running_times.chapters()]
+    assert [row[0] for row in table.rows] == [f"{{doc}}`{chapter}/index`" for chapter in toc.chapters()]
 
 
 def _real_record(tmp_path, change=None, extra=()) -> Path:
@@ -227,11 +227,6 @@ def test_the_chapter_table_wants_every_page_described_once():
     with pytest.raises(RunningTimeError, match=r"book/07-adam/index\.md describes \['adam'\], but the chapter's "
                                                r"pages are \['momentum-rmsprop', 'adam', 'warmup'"):
         running_times.chapter_table("07-adam", {"adam": "Adam"})
-    assert running_times.chapter_pages("07-adam")[0] == "07-adam/momentum-rmsprop"
-    with pytest.raises(RunningTimeError, match="no chapter book/99-none/index"):
-        running_times.chapter_pages("99-none")
-    with pytest.raises(RunningTimeError, match="no table of contents"):
-        running_times.chapter_pages("07-adam", toc=Path("/nonexistent/_toc.yml"))
 
 
 def test_every_page_that_reads_the_record_is_read_again_and_run_when_the_record_changes():
@@ -243,7 +238,7 @@ def test_every_page_that_reads_the_record_is_read_again_and_run_when_the_record_
     extension = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(extension)
     readers = [page for page in sorted((REPO / "book").rglob("*.md")) if "running_times." in page.read_text()]
-    assert len(readers) == 1 + len(running_times.chapters()), readers  # the preface and each opening page
+    assert len(readers) == 1 + len(toc.chapters()), readers  # the preface and each opening page
     for page in readers:
         noted = []
         app = SimpleNamespace(srcdir=str(REPO), env=SimpleNamespace(note_dependency=noted.append))

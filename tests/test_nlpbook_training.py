@@ -9,7 +9,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from nlpbook.recipe import Recipe
-from nlpbook.train import History, StepWatch, evaluates, length_grouped_batches, linear_warmup, to_device, train
+from nlpbook.training import History, StepWatch, evaluates, length_grouped_batches, linear_warmup, to_device, train
 from tiny_lm import lm_batches, lm_loss, tiny_lm
 
 
@@ -96,7 +96,7 @@ def test_history_last_reads_the_loss_or_a_metric():
 
 
 def test_a_time_budget_stops_training_and_spreads_its_evaluations_without_counting_them(monkeypatch):
-    module = importlib.import_module("nlpbook.train")  # nlpbook.train is also the function
+    module = importlib.import_module("nlpbook.training")
     # A clock of its own, so that the test says the same on a slow day: every step takes 0.05 s of
     # it (two readings, 0.05 apart), and every evaluation a whole second, which must not count.
     clock = types.SimpleNamespace(now=0.0)
