@@ -32,3 +32,13 @@ def test_a_zygote_that_cannot_start_quotes_what_it_said(monkeypatch):
             zygote.start().wait()
     finally:
         zygote.close()
+
+
+def test_the_zygote_preloads_every_module_behind_nlpbooks_shared_names():
+    # nlpbook loads its shared names when first used: a module missing from PRELOAD would not fail any
+    # grading, only make every kernel import it again after the fork.
+    import nlpbook
+    from autograder.zygote import PRELOAD
+
+    missing = sorted(set(nlpbook._HOME.values()) - set(PRELOAD))
+    assert not missing, f"add {missing} to autograder.zygote.PRELOAD"
