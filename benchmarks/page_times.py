@@ -1,14 +1,16 @@
 """Run book pages alone, one after another, in one profile, and print (and record) each one's time and memory.
 
     python benchmarks/page_times.py --profile standard [--record] 05-transformers/bpe 06-bert/wordpiece ...
-    python benchmarks/page_times.py --profile standard --chapter 07-adam [--record]
+    python benchmarks/page_times.py --profile standard --chapter 07-adam [--record] [--keep DIR]
 
 Each page runs in its own process, as the build runs it: its MyST source read by jupytext and executed
 by nbclient in a fresh kernel, in the page's folder.  The time is the process's, kernel start
 included; the memory is the largest resident set of the process and its kernel (``wait4``).  A page
 that fails prints its error and is not recorded.  ``--record`` appends each page that ran to
 ``nlpbook/recorded_runs/running-times.json``, from which each chapter's opening page shows its pages'
-latest `standard` times.  Run nothing else on the machine meanwhile: the pages are timed, and a page
+latest `standard` times.  ``--keep DIR`` writes each executed notebook to ``DIR/CHAPTER/STEM.ipynb``,
+outputs and nbclient's per-cell timestamps included, so that the figures a timed run printed and
+glued can be read without running the page again.  Run nothing else on the machine meanwhile: the pages are timed, and a page
 counted in training steps takes as long as the machine needs for them.  It prints figures; it is not
 a timed test.
 """
@@ -18,6 +20,7 @@ import argparse
 import os
 import sys
 import time
+from pathlib import Path
 
 from measure import REPO, machine_line, machine_name, record_timings, run_measured
 from nlpbook.profile import PROFILES
@@ -34,8 +37,14 @@ from nbclient import NotebookClient
 
 page = Path(sys.argv[1])
 notebook = jupytext.read(page)
-NotebookClient(notebook, timeout=float(sys.argv[2]), kernel_name="python3",
-               resources={"metadata": {"path": str(page.parent)}}).execute()
+try:
+    NotebookClient(notebook, timeout=float(sys.argv[2]), kernel_name="python3",
+                   resources={"metadata": {"path": str(page.parent)}}).execute()
+finally:  # a page that fails is kept too: its outputs show how far it got
+    if len(sys.argv) > 3:
+        import nbformat
+        Path(sys.argv[3]).parent.mkdir(parents=True, exist_ok=True)
+        nbformat.write(notebook, sys.argv[3])
 """
 
 
@@ -45,6 +54,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--chapter", action="append", default=[], help="every page of this chapter too")
     parser.add_argument("--profile", default="standard", choices=PROFILES)
     parser.add_argument("--record", action="store_true", help="append each page that ran to the record")
+    parser.add_argument("--keep", type=Path, help="write each executed notebook under this folder")
     parser.add_argument("--timeout", type=float, default=3600, help="seconds a page may take")
     args = parser.parse_args(argv)
     pages = list(args.pages) + [page for chapter in args.chapter for page in chapter_pages(chapter)]
@@ -60,8 +70,9 @@ def main(argv: list[str] | None = None) -> int:
     env = {**os.environ, "NLPBOOK_PROFILE": args.profile, "NLPBOOK_PROGRESS": "0"}
     timed, failed = [], []
     for page in pages:
+        kept = [str((args.keep / page).with_suffix(".ipynb").resolve())] if args.keep else []
         status, seconds, peak_mib, output = run_measured(
-            [sys.executable, "-c", RUNNER, str(REPO / "book" / f"{page}.md"), str(args.timeout)], env)
+            [sys.executable, "-c", RUNNER, str(REPO / "book" / f"{page}.md"), str(args.timeout), *kept], env)
         print(f"{page:44s} {'ran' if status == 0 else 'FAILED':8s} {seconds / 60:8.1f} {peak_mib:9.0f}", flush=True)
         if status:
             failed.append(f"---- {page} ----\n{output}")
