@@ -10,9 +10,9 @@ that fails prints its error and is not recorded.  ``--record`` appends each page
 ``nlpbook/recorded_runs/running-times.json``, from which each chapter's opening page shows its pages'
 latest `standard` times.  ``--keep DIR`` writes each executed notebook to ``DIR/CHAPTER/STEM.ipynb``,
 outputs and nbclient's per-cell timestamps included, so that the figures a timed run printed and
-glued can be read without running the page again.  Run nothing else on the machine meanwhile: the pages are timed, and a page
-counted in training steps takes as long as the machine needs for them.  It prints figures; it is not
-a timed test.
+glued can be read without running the page again.  Run nothing else on the machine meanwhile: the
+pages are timed, and a page counted in training steps takes as long as the machine needs for them.
+It prints figures; it is not a timed test.
 """
 from __future__ import annotations
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 import re
 import sys
 
+import nbformat
 import pytest
 
 from conftest import REPO
@@ -48,7 +49,6 @@ def test_a_chapter_names_its_pages_and_an_unknown_page_is_refused(monkeypatch, c
 
 def test_keep_writes_the_executed_notebook_with_its_outputs(tmp_path):
     assert page_times.main(["--profile", "quick", "--keep", str(tmp_path), "04-attention/from-windows-to-attention"]) == 0
-    import nbformat
     notebook = nbformat.read(tmp_path / "04-attention" / "from-windows-to-attention.ipynb", as_version=4)
     code = [cell for cell in notebook.cells if cell.cell_type == "code"]
     assert any(cell.outputs for cell in code)
