@@ -3,11 +3,11 @@
 ``NLPBOOK_PROFILE`` selects one of three profiles:
 
 ``quick``
-    CI's smoke run on a 2-core CPU: seconds per notebook, numbers not meaningful.
+    CI's smoke run on a 2-core CPU: under 2 minutes a page, numbers not meaningful.
 ``standard`` (the default)
-    a student's laptop CPU: a few minutes per notebook, results meaningful.
+    a student's laptop CPU: under 10 minutes a page on 2 cores, results meaningful.
 ``full``
-    one GPU: bigger models and more data, what the GPU CI workflow runs.
+    one GPU: bigger models and more data, under 10 minutes a page; what the GPU CI workflow runs.
 """
 from __future__ import annotations
 

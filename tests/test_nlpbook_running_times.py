@@ -249,3 +249,32 @@ def test_every_page_that_reads_the_record_is_read_again_and_run_when_the_record_
     extension.note_the_record(SimpleNamespace(srcdir=str(REPO), env=SimpleNamespace(note_dependency=noted.append)),
                               "book/05-transformers/bpe", [(REPO / "book/05-transformers/bpe.md").read_text()])
     assert noted == []
+
+
+# A number of training steps written in digits, as the opening pages' descriptions write them:
+# "400 steps", "three seeds of 1,100 Transformer steps".
+STEPS = re.compile(r"\b(\d{1,3}(?:,\d{3})*) (?:[A-Z]\w* )?steps\b")
+
+
+def _page_code(page: str) -> str:
+    return "\n".join(cell.source for cell in jupytext.read(REPO / "book" / f"{page}.md").cells
+                     if cell.cell_type == "code")
+
+
+def test_the_steps_an_opening_page_names_are_in_the_page_it_describes():
+    """The opening pages type each page's workload; when a page's budget changes (2,000 steps became
+    1,100 on 2026-12-08), the number of steps the description gives must change with it."""
+    stale, named = [], 0
+    for chapter in toc.chapters():
+        call = _chapter_times_call(chapter)
+        for key, value in zip(call.args[1].keys, call.args[1].values):
+            page, description = f"{chapter}/{ast.literal_eval(key)}", ast.literal_eval(value)
+            lines = [line for line in _page_code(page).splitlines() if "steps" in line]
+            for steps in STEPS.findall(description):
+                named += 1
+                # A line of the page's code that sets steps writes 1,100 as 1100 or 1_100.
+                digits = rf"(?<![\d_.]){steps.replace(',', '_?')}(?![\d_.])"
+                if not any(re.search(digits, line) for line in lines):
+                    stale.append(f"book/{chapter}/index.md describes {page} with {steps} steps")
+    assert named >= 10, named  # the pattern still finds the descriptions' steps
+    assert not stale, "steps the page's code never sets:\n" + "\n".join(stale)
