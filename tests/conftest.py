@@ -155,6 +155,12 @@ def notebook_pages() -> list[str]:
             if (page := REPO / f"{name}.md").exists() and "kernelspec:" in page.read_text()]
 
 
+def page_code(page: Path) -> str:
+    """The code cells of a MyST Markdown page, joined."""
+    return "\n".join(re.findall(r"^```\{code-cell\}[^\n]*\n(.*?)^```", page.read_text(),
+                                flags=re.S | re.M))
+
+
 def execute_pages(cache_folder: Path, workers: int) -> None:
     """Run the book's notebook pages ``workers`` at a time into the execution cache at ``cache_folder``.
 

@@ -13,7 +13,7 @@ import jupytext
 import pytest
 import yaml
 
-from conftest import JUPYTER_BOOK, REPO, SOLUTION_MARKERS, notebook_pages, toc_files
+from conftest import JUPYTER_BOOK, REPO, SOLUTION_MARKERS, notebook_pages, page_code, toc_files
 
 
 @pytest.fixture(scope="module")
@@ -161,12 +161,6 @@ NOTHING_TO_SCALE = {
 }
 
 
-def _code_of(page: Path) -> str:
-    """The code cells of a MyST Markdown page, joined."""
-    return "\n".join(re.findall(r"^```\{code-cell\}[^\n]*\n(.*?)^```", page.read_text(),
-                                flags=re.S | re.M))
-
-
 def _choose_calls(code: str) -> list[str]:
     """The argument text of every nlpbook.choose(...) call, parentheses balanced."""
     calls = []
@@ -189,7 +183,7 @@ def test_every_page_that_trains_sets_the_full_profile():
     trains, missing = [], []
     for name in toc_files():
         page = REPO / f"{name}.md"
-        code = _code_of(page) if page.exists() else ""
+        code = page_code(page) if page.exists() else ""
         if not TRAINS.search(code) or name in NOTHING_TO_SCALE:
             continue
         trains.append(name)

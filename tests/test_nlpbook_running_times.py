@@ -10,7 +10,7 @@ from pathlib import Path
 import jupytext
 import pytest
 
-from conftest import REPO
+from conftest import REPO, page_code
 from nlpbook import running_times, toc
 from nlpbook.running_times import RunningTimeError, Timing
 
@@ -256,11 +256,6 @@ def test_every_page_that_reads_the_record_is_read_again_and_run_when_the_record_
 STEPS = re.compile(r"\b(\d{1,3}(?:,\d{3})*) (?:[A-Z]\w* )?steps\b")
 
 
-def _page_code(page: str) -> str:
-    return "\n".join(cell.source for cell in jupytext.read(REPO / "book" / f"{page}.md").cells
-                     if cell.cell_type == "code")
-
-
 def test_the_steps_an_opening_page_names_are_in_the_page_it_describes():
     """The opening pages type each page's workload; when a page's budget changes (2,000 steps became
     1,100 on 2026-12-08), the number of steps the description gives must change with it."""
@@ -269,7 +264,7 @@ def test_the_steps_an_opening_page_names_are_in_the_page_it_describes():
         call = _chapter_times_call(chapter)
         for key, value in zip(call.args[1].keys, call.args[1].values):
             page, description = f"{chapter}/{ast.literal_eval(key)}", ast.literal_eval(value)
-            lines = [line for line in _page_code(page).splitlines() if "steps" in line]
+            lines = [line for line in page_code(REPO / "book" / f"{page}.md").splitlines() if "steps" in line]
             for steps in STEPS.findall(description):
                 named += 1
                 # A line of the page's code that sets steps writes 1,100 as 1100 or 1_100.
